@@ -1,0 +1,1 @@
+//! grammask-bench: benchmarks and corpus runners for grammask.

@@ -1,0 +1,1 @@
+//! grammask-fuzz: property tests (in tests/) that check the invariants of grammask.

@@ -1,0 +1,399 @@
+//! The grammar IR: what every frontend (GBNF, EBNF, JSON Schema, regex) produces and
+//! what the engine compiles.
+//!
+//! A [`Grammar`] is a list of [`Rule`]s, addressed by [`RuleId`], with one root. A rule's
+//! body is an [`Expr`]: byte strings, character classes over Unicode scalar values,
+//! sequences, choices, rule references, counted repetitions, the empty string, and
+//! token-id sets (GBNF's `<[id]>`). Byte-level ranges ([`Expr::ByteRanges`]) exist for the
+//! engine's passes, which lower character classes to UTF-8 byte automata; frontends do not
+//! produce them.
+//!
+//! The IR is plain data with structural equality, so a frontend's output can be compared
+//! with the result of printing it and parsing it back.
+//!
+//! ```
+//! use grammask_syntax::ir::{Expr, GrammarBuilder};
+//! let mut b = GrammarBuilder::new();
+//! let digit = b.declare("digit");
+//! b.define(digit, Expr::class(false, vec![('0', '9')]));
+//! let root = b.declare("root");
+//! b.define(root, Expr::repeat(Expr::Rule(digit), 1, None));
+//! let grammar = b.finish(root).unwrap();
+//! assert_eq!(grammar.rules.len(), 2);
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// Identifies a rule of one [`Grammar`]: an index into [`Grammar::rules`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(u32);
+
+impl RuleId {
+    /// The id of the rule at `index`.
+    ///
+    /// # Panics
+    /// When `index` does not fit in 32 bits; grammars are limited far below that.
+    pub fn new(index: usize) -> Self {
+        RuleId(u32::try_from(index).expect("rule index fits in u32"))
+    }
+
+    /// The index of this rule in [`Grammar::rules`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// A byte range `start..end` in the source text a grammar was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// Offset of the first byte.
+    pub start: usize,
+    /// Offset one past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// A span from `start` to `end`.
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+}
+
+/// A set of Unicode scalar values, as written: inclusive ranges, possibly negated.
+///
+/// `ranges` are kept sorted by start with overlapping and adjacent ranges merged
+/// (see [`CharClass::new`]), so equal sets written differently compare equal.
+/// A negated class matches every scalar value outside `ranges`; `.` is the negated
+/// empty class.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CharClass {
+    /// Whether the class matches the complement of `ranges`.
+    pub negated: bool,
+    /// Sorted, merged, inclusive ranges.
+    pub ranges: Vec<(char, char)>,
+}
+
+impl CharClass {
+    /// A class from ranges in any order; ranges with `start > end` are dropped (frontends
+    /// report them as errors before building the IR).
+    pub fn new(negated: bool, ranges: impl IntoIterator<Item = (char, char)>) -> Self {
+        let mut ranges: Vec<(char, char)> = ranges.into_iter().filter(|(a, b)| a <= b).collect();
+        ranges.sort();
+        let mut merged: Vec<(char, char)> = Vec::with_capacity(ranges.len());
+        for (lo, hi) in ranges {
+            if let Some(last) = merged.last_mut() {
+                let next = (last.1 as u32).saturating_add(1);
+                if (lo as u32) <= next || (last.1 == '\u{D7FF}' && lo == '\u{E000}') {
+                    if hi > last.1 {
+                        last.1 = hi;
+                    }
+                    continue;
+                }
+            }
+            merged.push((lo, hi));
+        }
+        CharClass { negated, ranges: merged }
+    }
+
+    /// Any one character: `.` in GBNF.
+    pub fn any() -> Self {
+        CharClass { negated: true, ranges: Vec::new() }
+    }
+
+    /// Whether `c` is in the set.
+    pub fn contains(&self, c: char) -> bool {
+        let inside = self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+        inside != self.negated
+    }
+
+    /// The set as positive, sorted, merged ranges (the complement taken when negated).
+    pub fn positive_ranges(&self) -> Vec<(char, char)> {
+        if !self.negated {
+            return self.ranges.clone();
+        }
+        let mut out = Vec::new();
+        let mut next: u32 = 0;
+        for &(lo, hi) in &self.ranges {
+            push_scalar_range(&mut out, next, lo as u32);
+            next = hi as u32 + 1;
+        }
+        push_scalar_range(&mut out, next, 0x11_0000);
+        out
+    }
+}
+
+/// Pushes the scalar values in `lo..hi` (exclusive end) as char ranges, skipping surrogates.
+fn push_scalar_range(out: &mut Vec<(char, char)>, lo: u32, hi: u32) {
+    let parts = [(lo, hi.min(0xD800)), (lo.max(0xE000), hi)];
+    for (a, b) in parts {
+        if a < b {
+            if let (Some(a), Some(b)) = (char::from_u32(a), char::from_u32(b - 1)) {
+                out.push((a, b));
+            }
+        }
+    }
+}
+
+/// A set of token ids named by a grammar (GBNF `<[id]>`, `!<[id]>`): matches exactly one
+/// whole token, never bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TokenSet {
+    /// Whether the set matches every token except `ids`.
+    pub negated: bool,
+    /// Sorted, deduplicated token ids.
+    pub ids: Vec<u32>,
+}
+
+/// A rule body.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// A literal byte string (a string literal, UTF-8 encoded).
+    Bytes(Vec<u8>),
+    /// One character of a class.
+    Class(CharClass),
+    /// One byte in one of these inclusive ranges (sorted, merged). Produced by the engine's
+    /// passes only.
+    ByteRanges(Vec<(u8, u8)>),
+    /// Each item in turn.
+    Seq(Vec<Expr>),
+    /// Any one of the alternatives.
+    Choice(Vec<Expr>),
+    /// The body of another rule.
+    Rule(RuleId),
+    /// `expr` repeated at least `min` and at most `max` times (`None`: unbounded).
+    Repeat {
+        /// What is repeated.
+        expr: Box<Expr>,
+        /// Minimum count.
+        min: u32,
+        /// Maximum count, `None` when unbounded.
+        max: Option<u32>,
+    },
+    /// One whole token from a set of token ids.
+    Tokens(TokenSet),
+}
+
+impl Expr {
+    /// A literal string.
+    pub fn literal(s: &str) -> Expr {
+        if s.is_empty() {
+            Expr::Empty
+        } else {
+            Expr::Bytes(s.as_bytes().to_vec())
+        }
+    }
+
+    /// A character class.
+    pub fn class(negated: bool, ranges: impl IntoIterator<Item = (char, char)>) -> Expr {
+        Expr::Class(CharClass::new(negated, ranges))
+    }
+
+    /// A sequence; a single item stands for itself and no items for [`Expr::Empty`].
+    pub fn seq(mut items: Vec<Expr>) -> Expr {
+        match items.len() {
+            0 => Expr::Empty,
+            1 => items.pop().unwrap_or(Expr::Empty),
+            _ => Expr::Seq(items),
+        }
+    }
+
+    /// A choice; a single alternative stands for itself.
+    ///
+    /// # Panics
+    /// With no alternatives: a choice of nothing matches nothing, which the IR cannot say.
+    pub fn choice(mut alternatives: Vec<Expr>) -> Expr {
+        assert!(!alternatives.is_empty(), "a choice needs at least one alternative");
+        if alternatives.len() == 1 {
+            alternatives.pop().unwrap_or(Expr::Empty)
+        } else {
+            Expr::Choice(alternatives)
+        }
+    }
+
+    /// `expr{min,max}`.
+    pub fn repeat(expr: Expr, min: u32, max: Option<u32>) -> Expr {
+        Expr::Repeat { expr: Box::new(expr), min, max }
+    }
+
+    /// `expr?`.
+    pub fn optional(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, Some(1))
+    }
+
+    /// `expr*`.
+    pub fn star(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, None)
+    }
+
+    /// `expr+`.
+    pub fn plus(expr: Expr) -> Expr {
+        Expr::repeat(expr, 1, None)
+    }
+
+    /// Calls `f` on every rule this expression refers to directly.
+    pub fn for_each_rule_ref(&self, f: &mut impl FnMut(RuleId)) {
+        match self {
+            Expr::Rule(id) => f(*id),
+            Expr::Seq(items) | Expr::Choice(items) => {
+                items.iter().for_each(|e| e.for_each_rule_ref(f))
+            }
+            Expr::Repeat { expr, .. } => expr.for_each_rule_ref(f),
+            Expr::Empty
+            | Expr::Bytes(_)
+            | Expr::Class(_)
+            | Expr::ByteRanges(_)
+            | Expr::Tokens(_) => {}
+        }
+    }
+
+    /// Number of nodes in the expression tree (a size measure for limits).
+    pub fn size(&self) -> usize {
+        1 + match self {
+            Expr::Seq(items) | Expr::Choice(items) => items.iter().map(Expr::size).sum(),
+            Expr::Repeat { expr, .. } => expr.size(),
+            _ => 0,
+        }
+    }
+}
+
+/// A named rule.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Rule {
+    /// The rule's name, unique in its grammar.
+    pub name: String,
+    /// What the rule matches.
+    pub body: Expr,
+    /// EBNF lookahead assertion `(= ...)`: what must follow the rule.
+    pub lookahead: Option<Expr>,
+    /// Where the rule is defined in the source (empty for generated rules).
+    pub span: Span,
+}
+
+/// A grammar: rules and the root rule.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Grammar {
+    /// The rules; a [`RuleId`] indexes this list.
+    pub rules: Vec<Rule>,
+    /// The rule a whole document must match.
+    pub root: RuleId,
+}
+
+impl Grammar {
+    /// The rule with id `id`.
+    ///
+    /// # Panics
+    /// When `id` is not of this grammar.
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id.index()]
+    }
+
+    /// The id of the rule called `name`.
+    pub fn rule_id(&self, name: &str) -> Option<RuleId> {
+        self.rules.iter().position(|r| r.name == name).map(RuleId::new)
+    }
+
+    /// Total size of all rule bodies (a measure for limits).
+    pub fn size(&self) -> usize {
+        self.rules
+            .iter()
+            .map(|r| r.body.size() + r.lookahead.as_ref().map_or(0, Expr::size))
+            .sum()
+    }
+}
+
+/// Builds a [`Grammar`] rule by rule; rules may be referred to before they are defined.
+#[derive(Debug, Default)]
+pub struct GrammarBuilder {
+    rules: Vec<Rule>,
+    defined: Vec<bool>,
+    by_name: HashMap<String, RuleId>,
+}
+
+/// A rule that was referred to but never defined, returned by [`GrammarBuilder::finish`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndefinedRule(pub String);
+
+impl GrammarBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id of rule `name`, declaring it if needed.
+    pub fn declare(&mut self, name: &str) -> RuleId {
+        if let Some(&id) = self.by_name.get(name) {
+            return id;
+        }
+        let id = RuleId::new(self.rules.len());
+        self.rules.push(Rule {
+            name: name.to_string(),
+            body: Expr::Empty,
+            lookahead: None,
+            span: Span::default(),
+        });
+        self.defined.push(false);
+        self.by_name.insert(name.to_string(), id);
+        id
+    }
+
+    /// The id of rule `name` if it was declared.
+    pub fn lookup(&self, name: &str) -> Option<RuleId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Whether `id` has a body already.
+    pub fn is_defined(&self, id: RuleId) -> bool {
+        self.defined[id.index()]
+    }
+
+    /// A new rule name starting with `prefix` that no rule has.
+    pub fn fresh_name(&self, prefix: &str) -> String {
+        if !self.by_name.contains_key(prefix) {
+            return prefix.to_string();
+        }
+        (1..)
+            .map(|i| format!("{prefix}-{i}"))
+            .find(|n| !self.by_name.contains_key(n))
+            .unwrap_or_else(|| prefix.to_string())
+    }
+
+    /// Declares a rule with a fresh name from `prefix` and defines it as `body`.
+    pub fn add_fresh(&mut self, prefix: &str, body: Expr) -> RuleId {
+        let name = self.fresh_name(prefix);
+        let id = self.declare(&name);
+        self.define(id, body);
+        id
+    }
+
+    /// Sets the body of `id`.
+    pub fn define(&mut self, id: RuleId, body: Expr) {
+        self.rules[id.index()].body = body;
+        self.defined[id.index()] = true;
+    }
+
+    /// Sets the body, lookahead and source span of `id`.
+    pub fn define_at(&mut self, id: RuleId, body: Expr, lookahead: Option<Expr>, span: Span) {
+        let rule = &mut self.rules[id.index()];
+        rule.body = body;
+        rule.lookahead = lookahead;
+        rule.span = span;
+        self.defined[id.index()] = true;
+    }
+
+    /// The grammar, or the first rule referred to but never defined.
+    pub fn finish(self, root: RuleId) -> Result<Grammar, UndefinedRule> {
+        if let Some(i) = self.defined.iter().position(|d| !d) {
+            return Err(UndefinedRule(self.rules[i].name.clone()));
+        }
+        Ok(Grammar { rules: self.rules, root })
+    }
+}

@@ -1,0 +1,12 @@
+//! grammask-syntax: the grammar IR and the frontends that produce it.
+//!
+//! - [`ir`]: the grammar IR (rules, expressions, ids, spans) and a builder.
+//! - [`diagnostic`]: errors and warnings with line:col (text) or JSON pointer (schemas).
+
+#![warn(missing_docs)]
+
+pub mod diagnostic;
+pub mod ir;
+
+pub use diagnostic::{Category, Diagnostic, Diagnostics, LineCol, Severity};
+pub use ir::{CharClass, Expr, Grammar, GrammarBuilder, Rule, RuleId, Span, TokenSet};

@@ -1,0 +1,1 @@
+//! grammask-tokenset: vocabularies and token bitmasks.
