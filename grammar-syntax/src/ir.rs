@@ -303,10 +303,7 @@ impl Grammar {
 
     /// Total size of all rule bodies (a measure for limits).
     pub fn size(&self) -> usize {
-        self.rules
-            .iter()
-            .map(|r| r.body.size() + r.lookahead.as_ref().map_or(0, Expr::size))
-            .sum()
+        self.rules.iter().map(|r| r.body.size() + r.lookahead.as_ref().map_or(0, Expr::size)).sum()
     }
 }
 
