@@ -1,0 +1,423 @@
+//! Subset construction, minimization and trimming: a rule's NFA to a DFA over byte
+//! classes, rule calls and token sets.
+//!
+//! The alphabet is split into byte equivalence classes (bytes that no edge of the rule
+//! tells apart), so a state's byte transitions are one row of `n_classes` entries. Calls
+//! and token-set edges are symbols of their own: a DFA state calls each rule at most once,
+//! continuing at one state.
+//!
+//! Minimization is Moore's partition refinement (states with the same acceptance, the
+//! same call and token-set symbols, and transitions into the same blocks merge). Trimming
+//! removes states from which no accepting state can be reached, so every state the matcher
+//! can stand in can still finish its rule: the mask never allows a token that leads into
+//! a dead end.
+
+use super::nfa::{Edge, Nfa, NfaState};
+use crate::ids::{StateId, TokenSetId};
+use grammask_syntax::ir::RuleId;
+use smallvec::SmallVec;
+use std::collections::{BTreeMap, HashMap};
+
+/// No transition.
+pub(crate) const DEAD: u32 = u32::MAX;
+
+/// A deterministic automaton for one rule.
+#[derive(Clone, Debug)]
+pub struct Dfa {
+    class_of: [u8; 256],
+    n_classes: usize,
+    /// `n_states * n_classes` targets, `DEAD` where there is none.
+    trans: Vec<u32>,
+    accepting: Vec<bool>,
+    calls: Vec<SmallVec<[(RuleId, StateId); 1]>>,
+    tokens: Vec<SmallVec<[(TokenSetId, StateId); 1]>>,
+    /// Per state: whether it reads a byte or a token (filled by [`Dfa::from_nfa`]).
+    reads_input: Vec<bool>,
+    start: StateId,
+}
+
+/// The DFA's size exceeded its limit.
+#[derive(Debug)]
+pub(crate) struct TooManyDfaStates;
+
+impl Dfa {
+    /// The start state.
+    #[inline]
+    pub fn start(&self) -> StateId {
+        self.start
+    }
+
+    /// Number of states.
+    pub fn len(&self) -> usize {
+        self.accepting.len()
+    }
+
+    /// Whether the automaton has no state (never: a built DFA has its start state).
+    pub fn is_empty(&self) -> bool {
+        self.accepting.is_empty()
+    }
+
+    /// The state after reading `byte` in `state`.
+    #[inline]
+    pub fn next(&self, state: StateId, byte: u8) -> Option<StateId> {
+        let class = self.class_of[byte as usize] as usize;
+        let t = self.trans[state.index() * self.n_classes + class];
+        (t != DEAD).then_some(StateId(t))
+    }
+
+    /// Whether the rule may end in `state`.
+    #[inline]
+    pub fn is_accepting(&self, state: StateId) -> bool {
+        self.accepting[state.index()]
+    }
+
+    /// The rules `state` may call, each with the state to continue at.
+    #[inline]
+    pub fn calls(&self, state: StateId) -> &[(RuleId, StateId)] {
+        &self.calls[state.index()]
+    }
+
+    /// The token sets `state` may read, each with the state to continue at.
+    #[inline]
+    pub fn token_edges(&self, state: StateId) -> &[(TokenSetId, StateId)] {
+        &self.tokens[state.index()]
+    }
+
+    /// Whether `state` reads a byte or a token.
+    #[inline]
+    pub fn reads_input(&self, state: StateId) -> bool {
+        self.reads_input[state.index()]
+    }
+
+    /// Whether `state` reads any byte.
+    pub fn has_byte_edges(&self, state: StateId) -> bool {
+        let row = &self.trans[state.index() * self.n_classes..][..self.n_classes];
+        row.iter().any(|&t| t != DEAD)
+    }
+
+    /// Bytes readable in `state`, as a 256-bit set.
+    pub fn byte_set(&self, state: StateId) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        for b in 0..=255u8 {
+            if self.next(state, b).is_some() {
+                set[(b >> 6) as usize] |= 1 << (b & 63);
+            }
+        }
+        set
+    }
+
+    /// Determinizes, minimizes and trims `nfa`.
+    pub(crate) fn from_nfa(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
+        let raw = determinize(nfa, max_states)?;
+        let mut dfa = trim(minimize(raw));
+        dfa.reads_input = (0..dfa.len())
+            .map(|s| {
+                let s = StateId::new(s);
+                dfa.has_byte_edges(s) || !dfa.tokens[s.index()].is_empty()
+            })
+            .collect();
+        Ok(dfa)
+    }
+}
+
+/// Byte classes of an NFA: bytes no edge distinguishes share a class.
+fn byte_classes(nfa: &Nfa) -> ([u8; 256], usize) {
+    let mut boundary = [false; 257];
+    boundary[0] = true;
+    for edges in &nfa.edges {
+        for e in edges {
+            if let Edge::Bytes { lo, hi, .. } = *e {
+                boundary[lo as usize] = true;
+                boundary[hi as usize + 1] = true;
+            }
+        }
+    }
+    let mut class_of = [0u8; 256];
+    let mut class: usize = 0;
+    for b in 0..256 {
+        if b > 0 && boundary[b] {
+            class += 1;
+        }
+        class_of[b] = class as u8;
+    }
+    (class_of, class + 1)
+}
+
+fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, seen: &mut [bool]) {
+    let mut stack: Vec<NfaState> = set.clone();
+    for &s in set.iter() {
+        seen[s as usize] = true;
+    }
+    while let Some(s) = stack.pop() {
+        for e in &nfa.edges[s as usize] {
+            if let Edge::Epsilon(t) = *e {
+                if !seen[t as usize] {
+                    seen[t as usize] = true;
+                    set.push(t);
+                    stack.push(t);
+                }
+            }
+        }
+    }
+    for &s in set.iter() {
+        seen[s as usize] = false;
+    }
+    set.sort_unstable();
+    set.dedup();
+}
+
+fn determinize(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
+    let (class_of, n_classes) = byte_classes(nfa);
+    let mut seen = vec![false; nfa.edges.len()];
+    let mut sets: Vec<Vec<NfaState>> = Vec::new();
+    let mut index: HashMap<Vec<NfaState>, u32> = HashMap::new();
+    let mut start = vec![nfa.start];
+    epsilon_closure(nfa, &mut start, &mut seen);
+    index.insert(start.clone(), 0);
+    sets.push(start);
+
+    let mut dfa = Dfa {
+        class_of,
+        n_classes,
+        trans: Vec::new(),
+        accepting: Vec::new(),
+        calls: Vec::new(),
+        tokens: Vec::new(),
+        reads_input: Vec::new(),
+        start: StateId(0),
+    };
+    let intern = |set: Vec<NfaState>,
+                  sets: &mut Vec<Vec<NfaState>>,
+                  index: &mut HashMap<Vec<NfaState>, u32>|
+     -> Result<u32, TooManyDfaStates> {
+        if let Some(&i) = index.get(&set) {
+            return Ok(i);
+        }
+        if sets.len() >= max_states {
+            return Err(TooManyDfaStates);
+        }
+        let i = sets.len() as u32;
+        index.insert(set.clone(), i);
+        sets.push(set);
+        Ok(i)
+    };
+
+    let mut per_class: Vec<Vec<NfaState>> = vec![Vec::new(); n_classes];
+    let mut i = 0;
+    while i < sets.len() {
+        let set = sets[i].clone();
+        for targets in per_class.iter_mut() {
+            targets.clear();
+        }
+        let mut calls: BTreeMap<RuleId, Vec<NfaState>> = BTreeMap::new();
+        let mut tokens: BTreeMap<TokenSetId, Vec<NfaState>> = BTreeMap::new();
+        for &s in &set {
+            for e in &nfa.edges[s as usize] {
+                match *e {
+                    Edge::Epsilon(_) => {}
+                    Edge::Bytes { lo, hi, to } => {
+                        let (first, last) = (class_of[lo as usize], class_of[hi as usize]);
+                        for c in first..=last {
+                            per_class[c as usize].push(to);
+                        }
+                    }
+                    Edge::Call { rule, to } => calls.entry(rule).or_default().push(to),
+                    Edge::Tokens { set, to } => tokens.entry(set).or_default().push(to),
+                }
+            }
+        }
+        dfa.accepting.push(set.contains(&nfa.accept));
+        for targets in per_class.iter_mut() {
+            let t = if targets.is_empty() {
+                DEAD
+            } else {
+                let mut target = std::mem::take(targets);
+                epsilon_closure(nfa, &mut target, &mut seen);
+                intern(target, &mut sets, &mut index)?
+            };
+            dfa.trans.push(t);
+        }
+        let mut call_row = SmallVec::new();
+        for (rule, mut target) in calls {
+            epsilon_closure(nfa, &mut target, &mut seen);
+            call_row.push((rule, StateId(intern(target, &mut sets, &mut index)?)));
+        }
+        dfa.calls.push(call_row);
+        let mut token_row = SmallVec::new();
+        for (token_set, mut target) in tokens {
+            epsilon_closure(nfa, &mut target, &mut seen);
+            token_row.push((token_set, StateId(intern(target, &mut sets, &mut index)?)));
+        }
+        dfa.tokens.push(token_row);
+        i += 1;
+    }
+    Ok(dfa)
+}
+
+/// Moore's partition refinement.
+fn minimize(dfa: Dfa) -> Dfa {
+    let n = dfa.len();
+    let nc = dfa.n_classes;
+    let mut block: Vec<u32> = {
+        let mut keys: HashMap<(bool, Vec<RuleId>, Vec<TokenSetId>), u32> = HashMap::new();
+        (0..n)
+            .map(|s| {
+                let key = (
+                    dfa.accepting[s],
+                    dfa.calls[s].iter().map(|c| c.0).collect(),
+                    dfa.tokens[s].iter().map(|t| t.0).collect(),
+                );
+                let next = keys.len() as u32;
+                *keys.entry(key).or_insert(next)
+            })
+            .collect()
+    };
+    let mut n_blocks = block.iter().max().map_or(0, |m| m + 1);
+    loop {
+        let mut keys: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut next_block = Vec::with_capacity(n);
+        for s in 0..n {
+            let mut sig = Vec::with_capacity(nc + 4);
+            sig.push(block[s]);
+            for &t in &dfa.trans[s * nc..(s + 1) * nc] {
+                sig.push(if t == DEAD { DEAD } else { block[t as usize] });
+            }
+            for &(_, t) in &dfa.calls[s] {
+                sig.push(block[t.index()]);
+            }
+            for &(_, t) in &dfa.tokens[s] {
+                sig.push(block[t.index()]);
+            }
+            let fresh = keys.len() as u32;
+            next_block.push(*keys.entry(sig).or_insert(fresh));
+        }
+        let count = keys.len() as u32;
+        block = next_block;
+        if count == n_blocks {
+            break;
+        }
+        n_blocks = count;
+    }
+    // Renumber so the start state's block comes first.
+    let mut order: Vec<u32> = vec![DEAD; n_blocks as usize];
+    let mut representative: Vec<usize> = Vec::new();
+    let mut queue = vec![dfa.start.index()];
+    let mut seen = vec![false; n];
+    seen[dfa.start.index()] = true;
+    // Breadth-first from the start, so only reachable blocks survive.
+    let mut qi = 0;
+    while qi < queue.len() {
+        let s = queue[qi];
+        qi += 1;
+        let b = block[s] as usize;
+        if order[b] == DEAD {
+            order[b] = representative.len() as u32;
+            representative.push(s);
+        }
+        let succ = dfa.trans[s * nc..(s + 1) * nc]
+            .iter()
+            .filter(|&&t| t != DEAD)
+            .map(|&t| t as usize)
+            .chain(dfa.calls[s].iter().map(|c| c.1.index()))
+            .chain(dfa.tokens[s].iter().map(|t| t.1.index()));
+        for t in succ.collect::<SmallVec<[usize; 16]>>() {
+            if !seen[t] {
+                seen[t] = true;
+                queue.push(t);
+            }
+        }
+    }
+    let map = |t: u32| if t == DEAD { DEAD } else { order[block[t as usize] as usize] };
+    let mut out = Dfa {
+        class_of: dfa.class_of,
+        n_classes: nc,
+        trans: Vec::with_capacity(representative.len() * nc),
+        accepting: Vec::with_capacity(representative.len()),
+        calls: Vec::with_capacity(representative.len()),
+        tokens: Vec::with_capacity(representative.len()),
+        reads_input: Vec::new(),
+        start: StateId(0),
+    };
+    for &s in &representative {
+        out.trans.extend(dfa.trans[s * nc..(s + 1) * nc].iter().map(|&t| map(t)));
+        out.accepting.push(dfa.accepting[s]);
+        out.calls.push(dfa.calls[s].iter().map(|&(r, t)| (r, StateId(map(t.0)))).collect());
+        out.tokens.push(dfa.tokens[s].iter().map(|&(k, t)| (k, StateId(map(t.0)))).collect());
+    }
+    out
+}
+
+/// Removes states that cannot reach an accepting state (calls count as passable: every
+/// rule is checked to finish before automata are built). The start state stays even when
+/// it is dead, so the automaton is never empty.
+fn trim(dfa: Dfa) -> Dfa {
+    let n = dfa.len();
+    let nc = dfa.n_classes;
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for s in 0..n {
+        let succ = dfa.trans[s * nc..(s + 1) * nc]
+            .iter()
+            .filter(|&&t| t != DEAD)
+            .copied()
+            .chain(dfa.calls[s].iter().map(|c| c.1 .0))
+            .chain(dfa.tokens[s].iter().map(|t| t.1 .0));
+        for t in succ {
+            preds[t as usize].push(s as u32);
+        }
+    }
+    let mut live = dfa.accepting.clone();
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
+    while let Some(s) = stack.pop() {
+        for &p in &preds[s as usize] {
+            if !live[p as usize] {
+                live[p as usize] = true;
+                stack.push(p);
+            }
+        }
+    }
+    live[dfa.start.index()] = true;
+    if live.iter().all(|&l| l) {
+        return dfa;
+    }
+    let mut new_id = vec![DEAD; n];
+    let mut next = 0u32;
+    for s in 0..n {
+        if live[s] {
+            new_id[s] = next;
+            next += 1;
+        }
+    }
+    let map = |t: u32| if t == DEAD { DEAD } else { new_id[t as usize] };
+    let mut out = Dfa {
+        class_of: dfa.class_of,
+        n_classes: nc,
+        trans: Vec::new(),
+        accepting: Vec::new(),
+        calls: Vec::new(),
+        tokens: Vec::new(),
+        reads_input: Vec::new(),
+        start: StateId(new_id[dfa.start.index()]),
+    };
+    for s in 0..n {
+        if !live[s] {
+            continue;
+        }
+        out.trans.extend(dfa.trans[s * nc..(s + 1) * nc].iter().map(|&t| map(t)));
+        out.accepting.push(dfa.accepting[s]);
+        out.calls.push(
+            dfa.calls[s]
+                .iter()
+                .filter(|c| live[c.1.index()])
+                .map(|&(r, t)| (r, StateId(map(t.0))))
+                .collect(),
+        );
+        out.tokens.push(
+            dfa.tokens[s]
+                .iter()
+                .filter(|c| live[c.1.index()])
+                .map(|&(k, t)| (k, StateId(map(t.0))))
+                .collect(),
+        );
+    }
+    out
+}

@@ -1,0 +1,13 @@
+//! Per-rule byte automata.
+//!
+//! - [`nfa`]: Thompson construction from a lowered rule body.
+//! - [`dfa`]: subset construction over byte classes, rule calls and token sets;
+//!   Moore minimization; trimming of states that cannot finish.
+//!
+//! A PDA position is a rule with a state of that rule's [`Dfa`]; the matcher keeps the
+//! return positions on persistent stacks.
+
+pub(crate) mod dfa;
+pub(crate) mod nfa;
+
+pub use dfa::Dfa;

@@ -1,0 +1,367 @@
+//! Compilation: a grammar IR and a vocabulary to an immutable [`CompiledGrammar`].
+//!
+//! Steps: the pass pipeline ([`crate::passes::run`]), one byte automaton per remaining
+//! rule ([`crate::automaton`]), then checks the matcher relies on: every rule can finish
+//! (so every automaton state can be completed and the mask never leads into a dead end),
+//! no left recursion (a top-down matcher would loop), token ids named by the grammar
+//! exist. Every limit is explicit ([`Limits`]) and reported as [`CompileError::Limit`].
+
+use crate::automaton::nfa::{Nfa, NfaError};
+use crate::automaton::Dfa;
+use crate::error::CompileError;
+use crate::ids::{StateId, TokenSetId};
+use crate::passes::{self, PassConfig};
+use crate::stack::{Position, Stack};
+use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
+use grammask_tokenset::Vocabulary;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Resource limits, each with a documented default. A limit that is hit is an error that
+/// names it, never a panic, a hang or a silent slowdown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// `grammar_size`: IR nodes after the passes. Default 2,000,000.
+    pub max_grammar_size: usize,
+    /// `automaton_states`: NFA states of one rule, and DFA states of all rules together.
+    /// Default 2,000,000.
+    pub max_automaton_states: usize,
+    /// `live_stacks`: parallel stacks (ambiguous parses) alive at one step. Default 10,000.
+    pub max_live_stacks: usize,
+    /// `stack_depth`: nesting depth of rule calls at run time. Default 10,000.
+    pub max_stack_depth: usize,
+    /// `rollback_history`: steps a matcher keeps for [`crate::Matcher::rollback`].
+    /// Default 10,000; older steps are dropped.
+    pub max_rollback: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_grammar_size: 2_000_000,
+            max_automaton_states: 2_000_000,
+            max_live_stacks: 10_000,
+            max_stack_depth: 10_000,
+            max_rollback: 10_000,
+        }
+    }
+}
+
+/// What the compiler is asked to do besides the grammar itself.
+#[derive(Clone, Debug, Default)]
+pub struct CompilerConfig {
+    /// Resource limits.
+    pub limits: Limits,
+    /// Settings of the pass pipeline.
+    pub passes: PassConfig,
+}
+
+/// Compiles grammars for one vocabulary.
+///
+/// ```
+/// use grammask_engine::{Compiler, Matcher};
+/// use grammask_syntax::ir::{Expr, GrammarBuilder};
+/// use grammask_tokenset::Vocabulary;
+///
+/// let vocab = Vocabulary::from_byte_tokens(
+///     vec![b"a".to_vec(), b"b".to_vec(), b"ab".to_vec(), b"</s>".to_vec()], &[3], &[3], None,
+/// ).unwrap();
+/// let mut g = GrammarBuilder::new();
+/// let root = g.declare("root");
+/// g.define(root, Expr::plus(Expr::literal("ab")));
+/// let compiled = Compiler::new(&vocab).compile_grammar(&g.finish(root).unwrap()).unwrap();
+/// let mut m = Matcher::new(compiled);
+/// m.accept_token(2).unwrap();
+/// assert!(m.can_terminate());
+/// assert!(m.accept_token(1).is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Compiler {
+    vocab: Arc<Vocabulary>,
+    config: CompilerConfig,
+}
+
+impl Compiler {
+    /// A compiler for `vocab` with default settings.
+    pub fn new(vocab: &Vocabulary) -> Self {
+        Compiler::from_arc(Arc::new(vocab.clone()))
+    }
+
+    /// A compiler sharing an existing vocabulary.
+    pub fn from_arc(vocab: Arc<Vocabulary>) -> Self {
+        Compiler { vocab, config: CompilerConfig::default() }
+    }
+
+    /// The same compiler with other settings.
+    pub fn with_config(mut self, config: CompilerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The vocabulary.
+    pub fn vocabulary(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &CompilerConfig {
+        &self.config
+    }
+
+    /// Compiles a grammar given as IR.
+    pub fn compile_grammar(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let limits = &self.config.limits;
+        let grammar = passes::run(grammar.clone(), &self.config.passes);
+        let size = grammar.size();
+        if size > limits.max_grammar_size {
+            return Err(CompileError::Limit {
+                name: "grammar_size",
+                message: format!(
+                    "the grammar has {size} IR nodes after inlining; the limit is {}",
+                    limits.max_grammar_size
+                ),
+            });
+        }
+        let mut token_sets: Vec<TokenSet> = Vec::new();
+        let mut token_index: HashMap<TokenSet, TokenSetId> = HashMap::new();
+        let mut automata = Vec::with_capacity(grammar.rules.len());
+        let mut total_states = 0usize;
+        for rule in &grammar.rules {
+            let mut intern = |set: &TokenSet| {
+                *token_index.entry(set.clone()).or_insert_with(|| {
+                    token_sets.push(set.clone());
+                    TokenSetId((token_sets.len() - 1) as u32)
+                })
+            };
+            let nfa =
+                Nfa::build(&rule.body, limits.max_automaton_states, &mut intern).map_err(|e| {
+                    match e {
+                        NfaError::TooManyStates(max) => CompileError::Limit {
+                            name: "automaton_states",
+                            message: format!(
+                                "rule `{}` needs more than {max} NFA states",
+                                rule.name
+                            ),
+                        },
+                        NfaError::Unlowered(what) => CompileError::Unsupported(format!(
+                            "rule `{}` still holds a {what} after the passes",
+                            rule.name
+                        )),
+                    }
+                })?;
+            let budget = limits.max_automaton_states.saturating_sub(total_states);
+            let dfa = Dfa::from_nfa(&nfa, budget).map_err(|_| CompileError::Limit {
+                name: "automaton_states",
+                message: format!(
+                    "the automata need more than {} states (at rule `{}`)",
+                    limits.max_automaton_states, rule.name
+                ),
+            })?;
+            total_states += dfa.len();
+            automata.push(dfa);
+        }
+        let vocab_size = self.vocab.vocab_size();
+        for set in &token_sets {
+            if let Some(&id) = set.ids.iter().find(|&&id| id as usize >= vocab_size) {
+                return Err(CompileError::TokenOutOfRange { id, vocab_size });
+            }
+        }
+        check_productive(&grammar, &automata)?;
+        check_left_recursion(&grammar, &automata)?;
+        let root = grammar.root;
+        let initial = Stack::root(Position { rule: root, state: automata[root.index()].start() });
+        Ok(Arc::new(CompiledGrammar {
+            vocab: self.vocab.clone(),
+            grammar,
+            automata,
+            token_sets,
+            limits: limits.clone(),
+            initial,
+            total_states,
+        }))
+    }
+}
+
+/// A grammar compiled for one vocabulary: immutable, `Send + Sync`, shared by `Arc` among
+/// any number of [`crate::Matcher`]s on any threads.
+#[derive(Debug)]
+pub struct CompiledGrammar {
+    pub(crate) vocab: Arc<Vocabulary>,
+    pub(crate) grammar: Grammar,
+    pub(crate) automata: Vec<Dfa>,
+    pub(crate) token_sets: Vec<TokenSet>,
+    pub(crate) limits: Limits,
+    pub(crate) initial: Stack,
+    total_states: usize,
+}
+
+impl CompiledGrammar {
+    /// The vocabulary it was compiled for.
+    pub fn vocabulary(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    /// The grammar after the passes (what the automata were built from).
+    pub fn grammar(&self) -> &Grammar {
+        &self.grammar
+    }
+
+    /// The automaton of `rule`.
+    pub fn automaton(&self, rule: RuleId) -> &Dfa {
+        &self.automata[rule.index()]
+    }
+
+    /// Total number of automaton states.
+    pub fn num_states(&self) -> usize {
+        self.total_states
+    }
+
+    /// The limits it was compiled with (the matcher enforces the run-time ones).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    #[inline]
+    pub(crate) fn dfa(&self, position: Position) -> &Dfa {
+        &self.automata[position.rule.index()]
+    }
+}
+
+/// Fixpoint: a rule is productive when an accepting state is reachable from its start
+/// through bytes, tokens and calls of productive rules.
+fn check_productive(grammar: &Grammar, automata: &[Dfa]) -> Result<(), CompileError> {
+    let n = automata.len();
+    let mut productive = vec![false; n];
+    loop {
+        let mut changed = false;
+        for r in 0..n {
+            if productive[r] {
+                continue;
+            }
+            let dfa = &automata[r];
+            let found = reach(dfa, |_| true, |rule| productive[rule.index()])
+                .iter()
+                .enumerate()
+                .any(|(s, &seen)| seen && dfa.is_accepting(StateId::new(s)));
+            if found {
+                productive[r] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    match productive.iter().position(|p| !p) {
+        None => Ok(()),
+        Some(r) => Err(CompileError::Unsupported(format!(
+            "rule `{}` can never finish (it has no finite derivation)",
+            grammar.rules[r].name
+        ))),
+    }
+}
+
+/// States reachable from the start through byte and token edges (when `bytes` says so)
+/// and calls of rules `call` admits.
+fn reach(dfa: &Dfa, bytes: impl Fn(()) -> bool, call: impl Fn(RuleId) -> bool) -> Vec<bool> {
+    let mut seen = vec![false; dfa.len()];
+    let mut stack = vec![dfa.start()];
+    seen[dfa.start().index()] = true;
+    let with_bytes = bytes(());
+    while let Some(s) = stack.pop() {
+        let mut visit = |t: StateId| {
+            if !seen[t.index()] {
+                seen[t.index()] = true;
+                stack.push(t);
+            }
+        };
+        if with_bytes {
+            for b in 0..=255u8 {
+                if let Some(t) = dfa.next(s, b) {
+                    visit(t);
+                }
+            }
+            for &(_, t) in dfa.token_edges(s) {
+                visit(t);
+            }
+        }
+        for &(rule, t) in dfa.calls(s) {
+            if call(rule) {
+                visit(t);
+            }
+        }
+    }
+    seen
+}
+
+/// Refuses left recursion: a rule that can call itself (directly, or through other rules,
+/// or behind rules that match the empty string) before reading anything.
+fn check_left_recursion(grammar: &Grammar, automata: &[Dfa]) -> Result<(), CompileError> {
+    let n = automata.len();
+    let mut nullable = vec![false; n];
+    loop {
+        let mut changed = false;
+        for r in 0..n {
+            if nullable[r] {
+                continue;
+            }
+            let dfa = &automata[r];
+            let seen = reach(dfa, |_| false, |rule| nullable[rule.index()]);
+            if seen.iter().enumerate().any(|(s, &v)| v && dfa.is_accepting(StateId::new(s))) {
+                nullable[r] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // left_calls[r]: rules r may call before reading anything.
+    let left_calls: Vec<Vec<usize>> = (0..n)
+        .map(|r| {
+            let dfa = &automata[r];
+            let seen = reach(dfa, |_| false, |rule| nullable[rule.index()]);
+            let mut out: Vec<usize> = seen
+                .iter()
+                .enumerate()
+                .filter(|(_, &v)| v)
+                .flat_map(|(s, _)| dfa.calls(StateId::new(s)).iter().map(|c| c.0.index()))
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        })
+        .collect();
+    // Depth-first search for a cycle, iterative.
+    let mut color = vec![0u8; n]; // 0 new, 1 on path, 2 done
+    for start in 0..n {
+        if color[start] != 0 {
+            continue;
+        }
+        let mut path: Vec<(usize, usize)> = vec![(start, 0)];
+        color[start] = 1;
+        while let Some(&mut (v, ref mut i)) = path.last_mut() {
+            if let Some(&w) = left_calls[v].get(*i) {
+                *i += 1;
+                if color[w] == 1 {
+                    let from = path.iter().position(|&(x, _)| x == w).unwrap_or(0);
+                    let mut names: Vec<&str> =
+                        path[from..].iter().map(|&(x, _)| grammar.rules[x].name.as_str()).collect();
+                    names.push(grammar.rules[w].name.as_str());
+                    return Err(CompileError::Unsupported(format!(
+                        "left recursion: {}",
+                        names.join(" -> ")
+                    )));
+                }
+                if color[w] == 0 {
+                    color[w] = 1;
+                    path.push((w, 0));
+                }
+            } else {
+                color[v] = 2;
+                path.pop();
+            }
+        }
+    }
+    Ok(())
+}

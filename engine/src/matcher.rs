@@ -1,0 +1,421 @@
+//! The pushdown matcher: the state of one generation, stepped token by token.
+//!
+//! The state is a set of persistent [`Stack`]s (several when the grammar is ambiguous).
+//! Reading a byte replaces each stack's top by the automaton's successor; between bytes,
+//! the *closure* expands calls (push) and rule ends (pop) until every stack stands in a
+//! state that reads input. Every accepted token pushes an O(1) snapshot on the history,
+//! so [`Matcher::rollback`] restores exactly an earlier state.
+
+use crate::compiler::CompiledGrammar;
+use crate::error::MatchError;
+use crate::mask;
+use crate::stack::{Position, Stack};
+use grammask_tokenset::bitmask_len;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// One step's state.
+#[derive(Clone, Debug)]
+struct Snapshot {
+    stacks: Arc<[Stack]>,
+    terminated: bool,
+}
+
+/// Matches one token sequence against a compiled grammar.
+///
+/// Cheap to create and to [`fork`](Matcher::fork); `Send`, so a batch of matchers can be
+/// stepped on many threads (see [`fill_next_token_bitmasks`]).
+#[derive(Clone, Debug)]
+pub struct Matcher {
+    grammar: Arc<CompiledGrammar>,
+    current: Snapshot,
+    history: im::Vector<Snapshot>,
+}
+
+/// The closure of a set of stacks: the stacks that read input, and whether the root can
+/// end here.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Closure {
+    pub(crate) configs: Vec<Stack>,
+    pub(crate) can_end: bool,
+}
+
+impl Matcher {
+    /// A matcher at the start of the grammar.
+    pub fn new(grammar: Arc<CompiledGrammar>) -> Matcher {
+        let current =
+            Snapshot { stacks: Arc::from(vec![grammar.initial.clone()]), terminated: false };
+        Matcher { grammar, current, history: im::Vector::new() }
+    }
+
+    /// The compiled grammar.
+    pub fn grammar(&self) -> &Arc<CompiledGrammar> {
+        &self.grammar
+    }
+
+    /// Fills `bitmask` (`ceil(vocab_size / 32)` words or more; token `i` is bit `i % 32` of
+    /// word `i / 32`) with the tokens allowed next: every ordinary token whose bytes
+    /// continue the text, the special tokens the grammar names here, and the stop tokens
+    /// when the root can end. After a stop token, only stop tokens are set.
+    pub fn fill_next_token_bitmask(&self, bitmask: &mut [u32]) -> Result<(), MatchError> {
+        let vocab = &self.grammar.vocab;
+        let need = bitmask_len(vocab.vocab_size());
+        if bitmask.len() < need {
+            return Err(MatchError::BitmaskTooShort { got: bitmask.len(), need });
+        }
+        bitmask.iter_mut().for_each(|w| *w = 0);
+        if self.current.terminated {
+            mask::set_stop_tokens(vocab, bitmask);
+            return Ok(());
+        }
+        let closure = self.close(&self.current.stacks)?;
+        mask::fill(&self.grammar, &closure, bitmask)
+    }
+
+    /// Accepts one token. A token that is not allowed (or out of range) is refused with
+    /// an error, and the state stays as it was.
+    pub fn accept_token(&mut self, id: u32) -> Result<(), MatchError> {
+        let next = self.step_token(id)?;
+        self.push(next);
+        Ok(())
+    }
+
+    fn step_token(&self, id: u32) -> Result<Snapshot, MatchError> {
+        let vocab = &self.grammar.vocab;
+        if id as usize >= vocab.vocab_size() {
+            return Err(MatchError::TokenOutOfRange { id, vocab_size: vocab.vocab_size() });
+        }
+        if self.current.terminated {
+            return Err(MatchError::Terminated);
+        }
+        let closure = self.close(&self.current.stacks)?;
+        if vocab.stop_tokens().contains(&id) && closure.can_end {
+            return Ok(Snapshot { stacks: self.current.stacks.clone(), terminated: true });
+        }
+        let mut next: Vec<Stack> = Vec::new();
+        // Tokens named by the grammar (`<[id]>`).
+        for config in &closure.configs {
+            let dfa = self.grammar.dfa(config.top);
+            for &(set, target) in dfa.token_edges(config.top.state) {
+                if mask::token_set_contains(&self.grammar, set, id) {
+                    next.push(config.with_top(Position { rule: config.top.rule, state: target }));
+                }
+            }
+        }
+        if vocab.kind(id).is_some_and(|k| k.is_text()) {
+            let bytes = vocab.token_bytes(id).unwrap_or_default();
+            if !bytes.is_empty() {
+                if let Some(stacks) = self.step_bytes(&closure, bytes)? {
+                    next.extend(stacks);
+                }
+            }
+        }
+        if next.is_empty() {
+            return Err(MatchError::TokenRejected { id });
+        }
+        Ok(Snapshot { stacks: dedup(next), terminated: false })
+    }
+
+    /// Accepts raw bytes (for text that is not tokenized, such as a forced prefix). Counts
+    /// as one step for [`Matcher::rollback`]. On refusal, the error gives the offset of
+    /// the first byte that is not allowed, and the state stays as it was.
+    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), MatchError> {
+        if self.current.terminated {
+            return Err(MatchError::Terminated);
+        }
+        let mut stacks: Vec<Stack> = self.current.stacks.to_vec();
+        for (offset, &b) in bytes.iter().enumerate() {
+            let closure = self.close(&stacks)?;
+            stacks = step_byte(&self.grammar, &closure.configs, b);
+            if stacks.is_empty() {
+                return Err(MatchError::BytesRejected { offset });
+            }
+        }
+        self.push(Snapshot { stacks: dedup(stacks), terminated: false });
+        Ok(())
+    }
+
+    /// Accepts a string's UTF-8 bytes; see [`Matcher::accept_bytes`].
+    pub fn accept_string(&mut self, text: &str) -> Result<(), MatchError> {
+        self.accept_bytes(text.as_bytes())
+    }
+
+    /// Whether a stop token was accepted.
+    pub fn is_terminated(&self) -> bool {
+        self.current.terminated
+    }
+
+    /// Whether the text so far is a whole document of the grammar (a stop token would be
+    /// accepted now).
+    pub fn can_terminate(&self) -> bool {
+        !self.current.terminated && self.close(&self.current.stacks).is_ok_and(|c| c.can_end)
+    }
+
+    /// Undoes the last `n` accepted steps (tokens, byte strings, stop tokens).
+    pub fn rollback(&mut self, n: usize) -> Result<(), MatchError> {
+        if n > self.history.len() {
+            return Err(MatchError::RollbackTooFar { requested: n, available: self.history.len() });
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let keep = self.history.len() - n;
+        self.current = self.history[keep].clone();
+        self.history.truncate(keep);
+        Ok(())
+    }
+
+    /// Returns to the start of the grammar, forgetting the history.
+    pub fn reset(&mut self) {
+        *self = Matcher::new(self.grammar.clone());
+    }
+
+    /// Number of steps [`Matcher::rollback`] can undo.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
+    }
+
+    /// An independent copy of this matcher (O(1): stacks and history are shared).
+    pub fn fork(&self) -> Matcher {
+        self.clone()
+    }
+
+    /// How many tokens of `tokens`, from the first, would be accepted in turn (for
+    /// speculative decoding). The state does not change.
+    pub fn validate_tokens(&self, tokens: &[u32]) -> usize {
+        let mut probe = Matcher {
+            grammar: self.grammar.clone(),
+            current: self.current.clone(),
+            history: im::Vector::new(),
+        };
+        for (i, &id) in tokens.iter().enumerate() {
+            match probe.step_token(id) {
+                Ok(next) => probe.current = next,
+                Err(_) => return i,
+            }
+        }
+        tokens.len()
+    }
+
+    /// The bytes the grammar forces next: as long as exactly one byte can follow (and
+    /// the document cannot end, and no grammar-named token is possible), that byte.
+    /// A runtime can append them without sampling.
+    pub fn find_jump_forward_bytes(&self) -> Vec<u8> {
+        const MAX_JUMP: usize = 4096;
+        let mut out = Vec::new();
+        if self.current.terminated {
+            return out;
+        }
+        let mut stacks: Vec<Stack> = self.current.stacks.to_vec();
+        while out.len() < MAX_JUMP {
+            let Ok(closure) = self.close(&stacks) else { break };
+            if closure.can_end {
+                break;
+            }
+            let mut only: Option<u8> = None;
+            let mut several = false;
+            for config in &closure.configs {
+                let dfa = self.grammar.dfa(config.top);
+                if !dfa.token_edges(config.top.state).is_empty() {
+                    several = true;
+                    break;
+                }
+                for b in 0..=255u8 {
+                    if dfa.next(config.top.state, b).is_some() {
+                        match only {
+                            None => only = Some(b),
+                            Some(o) if o == b => {}
+                            Some(_) => several = true,
+                        }
+                    }
+                }
+                if several {
+                    break;
+                }
+            }
+            match (only, several) {
+                (Some(b), false) => {
+                    out.push(b);
+                    stacks = step_byte(&self.grammar, &closure.configs, b);
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// The bytes that may come next, as a 256-entry table.
+    pub fn next_bytes(&self) -> Result<[bool; 256], MatchError> {
+        let mut allowed = [false; 256];
+        if self.current.terminated {
+            return Ok(allowed);
+        }
+        let closure = self.close(&self.current.stacks)?;
+        for config in &closure.configs {
+            let dfa = self.grammar.dfa(config.top);
+            for b in 0..=255u8 {
+                if dfa.next(config.top.state, b).is_some() {
+                    allowed[b as usize] = true;
+                }
+            }
+        }
+        Ok(allowed)
+    }
+
+    /// Number of parallel stacks (ambiguous parses) alive now.
+    pub fn num_stacks(&self) -> usize {
+        self.current.stacks.len()
+    }
+
+    fn push(&mut self, next: Snapshot) {
+        let previous = std::mem::replace(&mut self.current, next);
+        self.history.push_back(previous);
+        if self.history.len() > self.grammar.limits.max_rollback {
+            self.history.pop_front();
+        }
+    }
+
+    /// Reads `bytes` from a closure; `None` when some byte is refused.
+    fn step_bytes(
+        &self,
+        closure: &Closure,
+        bytes: &[u8],
+    ) -> Result<Option<Vec<Stack>>, MatchError> {
+        let mut stacks = step_byte(&self.grammar, &closure.configs, bytes[0]);
+        for &b in &bytes[1..] {
+            if stacks.is_empty() {
+                return Ok(None);
+            }
+            let closure = self.close(&stacks)?;
+            stacks = step_byte(&self.grammar, &closure.configs, b);
+        }
+        Ok((!stacks.is_empty()).then_some(stacks))
+    }
+
+    pub(crate) fn close(&self, stacks: &[Stack]) -> Result<Closure, MatchError> {
+        let mut out = Closure::default();
+        close_into(&self.grammar, stacks, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// Reads one byte: each configuration's top moves to its successor, if any.
+#[inline]
+pub(crate) fn step_byte(grammar: &CompiledGrammar, configs: &[Stack], byte: u8) -> Vec<Stack> {
+    let mut out = Vec::new();
+    step_byte_into(grammar, configs, byte, &mut out);
+    out
+}
+
+/// [`step_byte`] into a reused buffer.
+#[inline]
+pub(crate) fn step_byte_into(
+    grammar: &CompiledGrammar,
+    configs: &[Stack],
+    byte: u8,
+    out: &mut Vec<Stack>,
+) {
+    out.clear();
+    for config in configs {
+        if let Some(t) = grammar.dfa(config.top).next(config.top.state, byte) {
+            out.push(config.with_top(Position { rule: config.top.rule, state: t }));
+        }
+    }
+}
+
+/// Expands calls and returns from `seeds` until every stack reads input; sets
+/// `out.can_end` when the root can end. Stacks are deduplicated.
+pub(crate) fn close_into(
+    grammar: &CompiledGrammar,
+    seeds: &[Stack],
+    out: &mut Closure,
+) -> Result<(), MatchError> {
+    out.configs.clear();
+    out.can_end = false;
+    // Fast path: one stack standing in a state that only reads input.
+    if let [only] = seeds {
+        let dfa = grammar.dfa(only.top);
+        if dfa.calls(only.top.state).is_empty() && !dfa.is_accepting(only.top.state) {
+            if dfa.reads_input(only.top.state) {
+                out.configs.push(only.clone());
+            }
+            return Ok(());
+        }
+    }
+    let limits = &grammar.limits;
+    let mut visited: HashSet<Stack> = HashSet::new();
+    let mut work: Vec<Stack> = seeds.to_vec();
+    while let Some(stack) = work.pop() {
+        if visited.contains(&stack) {
+            continue;
+        }
+        if visited.len() >= limits.max_live_stacks {
+            return Err(MatchError::Limit {
+                name: "live_stacks",
+                message: format!(
+                    "more than {} parallel parses are alive; the grammar is too ambiguous",
+                    limits.max_live_stacks
+                ),
+            });
+        }
+        let top = stack.top;
+        let dfa = grammar.dfa(top);
+        if dfa.reads_input(top.state) {
+            out.configs.push(stack.clone());
+        }
+        for &(rule, return_state) in dfa.calls(top.state) {
+            if stack.depth() as usize >= limits.max_stack_depth {
+                return Err(MatchError::Limit {
+                    name: "stack_depth",
+                    message: format!("rules nest deeper than {}", limits.max_stack_depth),
+                });
+            }
+            let callee = Position { rule, state: grammar.automata[rule.index()].start() };
+            work.push(stack.push(Position { rule: top.rule, state: return_state }, callee));
+        }
+        if dfa.is_accepting(top.state) {
+            match stack.pop() {
+                Some(parent) => work.push(parent),
+                None => out.can_end = true,
+            }
+        }
+        visited.insert(stack);
+    }
+    Ok(())
+}
+
+fn dedup(stacks: Vec<Stack>) -> Arc<[Stack]> {
+    if stacks.len() <= 1 {
+        return Arc::from(stacks);
+    }
+    let mut seen = HashSet::with_capacity(stacks.len());
+    let unique: Vec<Stack> = stacks.into_iter().filter(|s| seen.insert(s.clone())).collect();
+    Arc::from(unique)
+}
+
+/// Fills the bitmasks of many matchers at once, in parallel (rayon): `bitmasks` holds
+/// one mask of `ceil(vocab_size / 32)` words per matcher, back to back (the layout of a
+/// `[batch, words]` tensor). Returns each matcher's result.
+pub fn fill_next_token_bitmasks(
+    matchers: &[Matcher],
+    bitmasks: &mut [u32],
+) -> Vec<Result<(), MatchError>> {
+    use rayon::prelude::*;
+    let Some(first) = matchers.first() else { return Vec::new() };
+    let words = bitmask_len(first.grammar.vocab.vocab_size());
+    if bitmasks.len() < words * matchers.len() {
+        let err = MatchError::BitmaskTooShort { got: bitmasks.len(), need: words * matchers.len() };
+        return matchers.iter().map(|_| Err(err.clone())).collect();
+    }
+    matchers
+        .par_iter()
+        .zip(bitmasks.par_chunks_mut(words))
+        .map(|(m, mask)| {
+            let need = bitmask_len(m.grammar.vocab.vocab_size());
+            if need != words {
+                return Err(MatchError::BitmaskTooShort { got: words, need });
+            }
+            m.fill_next_token_bitmask(mask)
+        })
+        .collect()
+}

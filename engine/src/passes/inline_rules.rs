@@ -1,0 +1,175 @@
+//! Rule inlining.
+//!
+//! Invariant established: every remaining reference to a non-recursive rule is to a rule
+//! whose body is larger than the inlining limit (or whose caller reached its size limit);
+//! all others were replaced by the callee's body. Recursive rules (those on a cycle of
+//! the call graph) are never inlined, so the pushdown stack only holds what recursion
+//! needs, and a grammar without recursion usually becomes a single automaton.
+//!
+//! Callees are processed before callers (Tarjan's strongly connected components come out
+//! in that order), so an inlined body is already inlined itself.
+
+use super::PassConfig;
+use grammask_syntax::ir::{Expr, Grammar, RuleId};
+
+/// For each rule, whether it lies on a cycle of the call graph.
+pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
+    let (sccs, graph) = strongly_connected(grammar);
+    let mut recursive = vec![false; grammar.rules.len()];
+    for scc in &sccs {
+        let on_cycle = scc.len() > 1 || graph[scc[0]].contains(&scc[0]);
+        for &r in scc {
+            recursive[r] = on_cycle;
+        }
+    }
+    recursive
+}
+
+/// Inlines small non-recursive rules into their callers.
+pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
+    let (sccs, graph) = strongly_connected(&grammar);
+    let mut recursive = vec![false; grammar.rules.len()];
+    for scc in &sccs {
+        let on_cycle = scc.len() > 1 || graph[scc[0]].contains(&scc[0]);
+        for &r in scc {
+            recursive[r] = on_cycle;
+        }
+    }
+    let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.size()).collect();
+    for scc in &sccs {
+        for &r in scc {
+            let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
+            let mut budget = config.inline_max_caller_size.saturating_sub(sizes[r]);
+            substitute(&mut body, &grammar, &recursive, &sizes, config, &mut budget);
+            sizes[r] = body.size();
+            grammar.rules[r].body = body;
+        }
+    }
+    grammar
+}
+
+fn substitute(
+    expr: &mut Expr,
+    grammar: &Grammar,
+    recursive: &[bool],
+    sizes: &[usize],
+    config: &PassConfig,
+    budget: &mut usize,
+) {
+    match expr {
+        Expr::Rule(r) => {
+            let i = r.index();
+            let size = sizes[i];
+            if !recursive[i]
+                && grammar.rules[i].lookahead.is_none()
+                && size <= config.inline_max_rule_size
+                && size <= *budget
+            {
+                *budget -= size;
+                *expr = grammar.rules[i].body.clone();
+            }
+        }
+        Expr::Seq(items) | Expr::Choice(items) => {
+            for item in items {
+                substitute(item, grammar, recursive, sizes, config, budget);
+            }
+        }
+        Expr::Repeat { expr, .. } => substitute(expr, grammar, recursive, sizes, config, budget),
+        _ => {}
+    }
+}
+
+/// Tarjan's algorithm, iterative; components come out callees first.
+fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    let n = grammar.rules.len();
+    let graph: Vec<Vec<usize>> = grammar
+        .rules
+        .iter()
+        .map(|rule| {
+            let mut out = Vec::new();
+            rule.body.for_each_rule_ref(&mut |r: RuleId| out.push(r.index()));
+            out.sort_unstable();
+            out.dedup();
+            out
+        })
+        .collect();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut sccs = Vec::new();
+    let mut counter = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        index[root] = counter;
+        low[root] = counter;
+        counter += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut next)) = work.last_mut() {
+            if *next < graph[v].len() {
+                let w = graph[v][*next];
+                *next += 1;
+                if index[w] == usize::MAX {
+                    index[w] = counter;
+                    low[w] = counter;
+                    counter += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(parent, _)) = work.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut scc = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        scc.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    sccs.push(scc);
+                }
+            }
+        }
+    }
+    (sccs, graph)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grammask_syntax::ir::GrammarBuilder;
+
+    #[test]
+    fn inlines_leaves_and_keeps_recursion() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let value = b.declare("value");
+        let digit = b.declare("digit");
+        b.define(digit, Expr::class(false, vec![('0', '9')]));
+        b.define(
+            value,
+            Expr::choice(vec![
+                Expr::Rule(digit),
+                Expr::seq(vec![Expr::literal("["), Expr::Rule(value), Expr::literal("]")]),
+            ]),
+        );
+        b.define(root, Expr::Rule(value));
+        let g = inline_rules(b.finish(root).unwrap(), &PassConfig::default());
+        assert_eq!(g.rules[0].body, Expr::Rule(value));
+        assert!(
+            matches!(&g.rules[1].body, Expr::Choice(alts) if matches!(alts[0], Expr::Class(_)))
+        );
+        assert_eq!(recursive_rules(&g), vec![false, true, false]);
+    }
+}

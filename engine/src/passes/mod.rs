@@ -1,0 +1,48 @@
+//! Passes over the grammar IR, each one function `Grammar -> Grammar` in its own file,
+//! each stating the invariant it establishes. [`run`] is the one place that lists the
+//! pipeline and its order.
+
+mod fuse_sequences;
+mod inline_rules;
+mod lower_char_classes;
+mod remove_dead_rules;
+
+pub use fuse_sequences::fuse_sequences;
+pub use inline_rules::{inline_rules, recursive_rules};
+pub use lower_char_classes::lower_char_classes;
+pub use remove_dead_rules::remove_dead_rules;
+
+use grammask_syntax::ir::Grammar;
+
+/// Settings of the pass pipeline.
+#[derive(Clone, Debug)]
+pub struct PassConfig {
+    /// Largest body (in IR nodes) of a non-recursive rule that is copied into its callers.
+    pub inline_max_rule_size: usize,
+    /// Largest body (in IR nodes) a caller may grow to by inlining.
+    pub inline_max_caller_size: usize,
+}
+
+impl Default for PassConfig {
+    fn default() -> Self {
+        PassConfig { inline_max_rule_size: 4_000, inline_max_caller_size: 40_000 }
+    }
+}
+
+/// The pipeline, in order:
+///
+/// 1. [`remove_dead_rules`]: only rules reachable from the root remain.
+/// 2. [`inline_rules`]: references to small non-recursive rules are replaced by their
+///    bodies, so most grammars become a few recursive rules (fewer stacks at run time).
+/// 3. [`remove_dead_rules`] again: rules inlined everywhere disappear.
+/// 4. [`lower_char_classes`]: character classes become UTF-8 byte ranges, so tokens
+///    that end inside a multi-byte character are matched exactly.
+/// 5. [`fuse_sequences`]: nested sequences and choices are flattened, adjacent byte
+///    strings fused.
+pub fn run(grammar: Grammar, config: &PassConfig) -> Grammar {
+    let grammar = remove_dead_rules(grammar);
+    let grammar = inline_rules(grammar, config);
+    let grammar = remove_dead_rules(grammar);
+    let grammar = lower_char_classes(grammar);
+    fuse_sequences(grammar)
+}

@@ -1,0 +1,182 @@
+//! Matcher behaviour on IR grammars built in code: recursion, ambiguity, UTF-8 split
+//! across tokens, stop tokens, rollback, and the mask against a token-by-token check.
+
+use grammask_engine::{CompileError, Compiler, MatchError, Matcher};
+use grammask_syntax::ir::{Expr, Grammar, GrammarBuilder};
+use grammask_tokenset::{bitmask_len, get_bit, Vocabulary};
+use std::sync::Arc;
+
+/// value ::= "[" (value ("," value)*)? "]" | [0-9]+ | "\"" [^"]* "\""
+fn nested_lists() -> Grammar {
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    let value = b.declare("value");
+    let items = Expr::seq(vec![
+        Expr::Rule(value),
+        Expr::star(Expr::seq(vec![Expr::literal(","), Expr::Rule(value)])),
+    ]);
+    b.define(
+        value,
+        Expr::choice(vec![
+            Expr::seq(vec![Expr::literal("["), Expr::optional(items), Expr::literal("]")]),
+            Expr::plus(Expr::class(false, vec![('0', '9')])),
+            Expr::seq(vec![
+                Expr::literal("\""),
+                Expr::star(Expr::class(true, vec![('"', '"')])),
+                Expr::literal("\""),
+            ]),
+        ]),
+    );
+    b.define(root, Expr::Rule(value));
+    b.finish(root).unwrap()
+}
+
+fn vocab() -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> = [
+        "[", "]", ",", "[[", "]]", "],", ",[", "1", "23", "4]", "\"", "\"a", "a\"", "\",\"", "é",
+        "日本", "x", "[1", "1,", "]]]", "\"\"", " ",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    // Partial UTF-8: the two halves of "é" (C3 A9) and the first byte of 日 (E6 97 A5).
+    tokens.push(vec![0xC3]);
+    tokens.push(vec![0xA9, b'"']);
+    tokens.push(vec![0xE6, 0x97]);
+    tokens.push(vec![0xA5]);
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], Some(40)).unwrap()
+}
+
+fn mask_of(m: &Matcher) -> Vec<u32> {
+    let size = m.grammar().vocabulary().vocab_size();
+    let mut mask = vec![0u32; bitmask_len(size)];
+    m.fill_next_token_bitmask(&mut mask).unwrap();
+    (0..size as u32).filter(|&i| get_bit(&mask, i)).collect()
+}
+
+fn accepted_one_by_one(m: &Matcher) -> Vec<u32> {
+    let size = m.grammar().vocabulary().vocab_size() as u32;
+    (0..size).filter(|&i| m.fork().accept_token(i).is_ok()).collect()
+}
+
+fn compile(g: &Grammar, v: &Vocabulary) -> Arc<grammask_engine::CompiledGrammar> {
+    Compiler::new(v).compile_grammar(g).unwrap()
+}
+
+#[test]
+fn recursive_grammar_matches_and_masks_agree() {
+    let v = vocab();
+    let g = compile(&nested_lists(), &v);
+    let mut m = Matcher::new(g);
+    let text: &[&[u8]] = &[b"[[", b"1", b"]", b",[", b"\"", b"\xC3", b"\xA9\"", b"]]"];
+    for piece in text {
+        assert_eq!(mask_of(&m), accepted_one_by_one(&m));
+        let id = v.token_id(piece).unwrap();
+        m.accept_token(id).unwrap();
+    }
+    assert!(m.can_terminate());
+    assert_eq!(mask_of(&m), vec![v.stop_tokens()[0]]);
+    m.accept_token(v.stop_tokens()[0]).unwrap();
+    assert!(m.is_terminated());
+}
+
+#[test]
+fn refused_token_changes_nothing_and_rollback_restores() {
+    let v = vocab();
+    let mut m = Matcher::new(compile(&nested_lists(), &v));
+    m.accept_token(v.token_id(b"[").unwrap()).unwrap();
+    let before = mask_of(&m);
+    assert_eq!(
+        m.accept_token(v.token_id(b"]]").unwrap()),
+        Err(MatchError::TokenRejected { id: v.token_id(b"]]").unwrap() })
+    );
+    assert_eq!(m.accept_token(1000), Err(MatchError::TokenOutOfRange { id: 1000, vocab_size: 40 }));
+    // Padding ids are in range but never allowed.
+    assert!(m.accept_token(35).is_err());
+    assert_eq!(mask_of(&m), before);
+    m.accept_token(v.token_id(b"1").unwrap()).unwrap();
+    m.accept_token(v.token_id(b",[").unwrap()).unwrap();
+    m.rollback(2).unwrap();
+    assert_eq!(mask_of(&m), before);
+    assert!(m.rollback(5).is_err());
+}
+
+#[test]
+fn utf8_character_split_across_tokens() {
+    let v = vocab();
+    let mut m = Matcher::new(compile(&nested_lists(), &v));
+    m.accept_bytes(b"[\"").unwrap();
+    m.accept_token(v.token_id(&[0xE6, 0x97]).unwrap()).unwrap();
+    // Inside a character only tokens that start with a continuation byte may follow:
+    // A5 (completing 日) and A9 + quote (completing U+65E9, then closing the string).
+    assert_eq!(mask_of(&m), vec![v.token_id(&[0xA9, b'"']).unwrap(), v.token_id(&[0xA5]).unwrap()]);
+    m.accept_token(v.token_id(&[0xA5]).unwrap()).unwrap();
+    m.accept_bytes("\"]".as_bytes()).unwrap();
+    assert!(m.can_terminate());
+}
+
+#[test]
+fn jump_forward_and_validate_tokens() {
+    let v = vocab();
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    b.define(root, Expr::seq(vec![Expr::literal("[\"a"), Expr::star(Expr::literal("x"))]));
+    let mut m = Matcher::new(compile(&b.finish(root).unwrap(), &v));
+    assert_eq!(m.find_jump_forward_bytes(), b"[\"a");
+    let ids: Vec<u32> =
+        ["[", "\"a", "x", "x", "]"].iter().map(|s| v.token_id(s.as_bytes()).unwrap()).collect();
+    assert_eq!(m.validate_tokens(&ids), 4);
+    assert_eq!(m.history_len(), 0);
+    m.accept_token(ids[0]).unwrap();
+    assert_eq!(m.find_jump_forward_bytes(), b"\"a");
+}
+
+#[test]
+fn left_recursion_is_refused_with_the_cycle() {
+    let v = vocab();
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    let expr = b.declare("expr");
+    b.define(
+        expr,
+        Expr::choice(vec![
+            Expr::seq(vec![Expr::Rule(expr), Expr::literal(","), Expr::literal("1")]),
+            Expr::literal("1"),
+        ]),
+    );
+    b.define(root, Expr::Rule(expr));
+    let err = Compiler::new(&v).compile_grammar(&b.finish(root).unwrap()).unwrap_err();
+    match err {
+        CompileError::Unsupported(msg) => {
+            assert!(msg.contains("left recursion: expr -> expr"), "{msg}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn ambiguous_grammar_stays_small() {
+    // root ::= [0-9] (a? a? a? a? a? [0-9])*, a ::= "a" (llama.cpp's stack blow-up case)
+    let v = Vocabulary::from_byte_tokens(
+        vec![b"1".to_vec(), b"a".to_vec(), b"aa".to_vec(), b"1a".to_vec()],
+        &[],
+        &[],
+        None,
+    )
+    .unwrap();
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    let a = b.declare("a");
+    b.define(a, Expr::literal("a"));
+    let digit = Expr::class(false, vec![('0', '9')]);
+    let mut inner: Vec<Expr> = (0..5).map(|_| Expr::optional(Expr::Rule(a))).collect();
+    inner.push(digit.clone());
+    b.define(root, Expr::seq(vec![digit, Expr::star(Expr::seq(inner))]));
+    let mut m = Matcher::new(compile(&b.finish(root).unwrap(), &v));
+    for _ in 0..50 {
+        m.accept_token(3).unwrap();
+        assert!(m.num_stacks() <= 2, "{} stacks", m.num_stacks());
+    }
+}
