@@ -1,0 +1,3 @@
+//! JSON Schema → IR.
+pub mod matcher;
+pub mod numbers;

@@ -1,0 +1,683 @@
+//! Regular expressions → IR, with ECMA-262 semantics (the dialect of JSON Schema's
+//! `pattern`), through `regex-syntax`.
+//!
+//! The pattern is first rewritten from ECMA-262 syntax into `regex-syntax` syntax so that
+//! the ECMA meanings hold: `\d` and `\w` are ASCII, `\s` is ECMA's white space and line
+//! terminators, `.` excludes the line terminators (`\n`, `\r`, U+2028, U+2029), `[^]` is
+//! any character and `[]` nothing, `\uXXXX` and identity escapes (`\/`) are understood,
+//! and a `{` that does not start a quantifier is literal. Lookaround, backreferences and
+//! word boundaries cannot be expressed by a context-free grammar without them, so they
+//! are refused with a [`Category::Unsupported`] diagnostic.
+//!
+//! The HIR is then lowered to IR expressions: literals become [`Expr::Bytes`], classes
+//! [`Expr::Class`], repetitions [`Expr::Repeat`] (never unrolled), captures are
+//! transparent. Characters are produced either as raw UTF-8 ([`CharEncoding::Raw`]) or as
+//! the content of a JSON string ([`CharEncoding::JsonString`]): there a `"`, a `\` or a
+//! control character is produced escaped (`\"`, `\\`, `\n`, `\u001f`, ...), `/` may also
+//! be written `\/`, and every other character is written as itself.
+//!
+//! Anchors: with [`RegexOptions::whole_match`] the expression matches the whole text
+//! (`^` and `$` at its ends are no-ops); otherwise (JSON Schema's unanchored search) any
+//! text may come before the match unless it begins with `^`, and after it unless it ends
+//! with `$`. Anchors anywhere else are refused.
+//!
+//! ```
+//! use grammask_syntax::regex::parse_regex;
+//! let grammar = parse_regex("[a-c]+x?").unwrap();
+//! assert_eq!(grammar.rules.len(), 1);
+//! ```
+
+use crate::diagnostic::{Category, Diagnostic, Diagnostics};
+use crate::ir::{CharClass, Expr, Grammar, GrammarBuilder};
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+/// How the characters a regex matches are written in the text the grammar produces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CharEncoding {
+    /// Each character as its UTF-8 bytes.
+    #[default]
+    Raw,
+    /// Each character as the content of a JSON string (required escapes applied).
+    JsonString,
+}
+
+/// Options of [`regex_to_ir`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegexOptions {
+    /// Whether the regex must match the whole text (`true`, the `.regex` frontend) or
+    /// may match anywhere in it (`false`, JSON Schema's `pattern`).
+    pub whole_match: bool,
+    /// How matched characters are written.
+    pub encoding: CharEncoding,
+}
+
+impl Default for RegexOptions {
+    fn default() -> Self {
+        RegexOptions { whole_match: true, encoding: CharEncoding::Raw }
+    }
+}
+
+impl RegexOptions {
+    /// The options of JSON Schema's `pattern`: unanchored, inside a JSON string.
+    pub fn json_schema_pattern() -> Self {
+        RegexOptions { whole_match: false, encoding: CharEncoding::JsonString }
+    }
+}
+
+/// ECMA-262 `\s`: white space and line terminators.
+const ECMA_SPACE: &str = "\\x{9}-\\x{D}\\x{20}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+/// ECMA-262 `\w`.
+const ECMA_WORD: &str = "0-9A-Za-z_";
+/// ECMA-262 `\d`.
+const ECMA_DIGIT: &str = "0-9";
+/// What ECMA-262 `.` excludes.
+const ECMA_LINE_TERMINATORS: &str = "\\x{A}\\x{D}\\x{2028}\\x{2029}";
+
+/// Lowers `pattern` (ECMA-262 syntax) to an expression, adding any helper rules to
+/// `builder` (none today: the expression is self-contained, so the rule holding it stays
+/// regular).
+pub fn regex_to_ir(
+    pattern: &str,
+    builder: &mut GrammarBuilder,
+    opts: RegexOptions,
+) -> Result<Expr, Diagnostic> {
+    let _ = builder;
+    let hir = parse_hir(pattern)?;
+    let lowering = Lowering { encoding: opts.encoding, pattern };
+    let (expr, start_anchored, end_anchored) = lowering.top(&hir)?;
+    if opts.whole_match || (start_anchored && end_anchored) {
+        return Ok(expr);
+    }
+    let any = Expr::star(any_char(opts.encoding));
+    let mut items = Vec::with_capacity(3);
+    if !start_anchored {
+        items.push(any.clone());
+    }
+    items.push(expr);
+    if !end_anchored {
+        items.push(any);
+    }
+    Ok(Expr::seq(items))
+}
+
+/// Parses a whole-text regex (ECMA-262 syntax) into a grammar whose root rule matches
+/// exactly the texts the regex matches in full.
+pub fn parse_regex(pattern: &str) -> Result<Grammar, Diagnostics> {
+    let mut builder = GrammarBuilder::new();
+    let expr =
+        regex_to_ir(pattern, &mut builder, RegexOptions::default()).map_err(Diagnostics::one)?;
+    let root = builder.declare("root");
+    builder.define(root, expr);
+    builder
+        .finish(root)
+        .map_err(|u| Diagnostics::one(Diagnostic::global(format!("undefined rule `{}`", u.0))))
+}
+
+/// Parses `pattern` as an ECMA-262 regex into `regex-syntax`'s HIR.
+fn parse_hir(pattern: &str) -> Result<Hir, Diagnostic> {
+    let translated = ecma_to_regex_syntax(pattern)?;
+    regex_syntax::ParserBuilder::new().unicode(true).utf8(true).build().parse(&translated).map_err(
+        |e| {
+            let detail = match &e {
+                regex_syntax::Error::Parse(p) => p.kind().to_string(),
+                regex_syntax::Error::Translate(t) => t.kind().to_string(),
+                other => other.to_string(),
+            };
+            Diagnostic::global(format!("invalid regex `{pattern}`: {detail}"))
+        },
+    )
+}
+
+fn unsupported(pattern: &str, what: &str) -> Diagnostic {
+    Diagnostic::global(format!("regex `{pattern}` uses {what}, which a grammar cannot express"))
+        .with_category(Category::Unsupported)
+}
+
+/// Rewrites an ECMA-262 pattern into `regex-syntax` syntax with the same meaning.
+fn ecma_to_regex_syntax(pattern: &str) -> Result<String, Diagnostic> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut i = 0;
+    let mut in_class = false;
+    let hex = |c: char| format!("\\x{{{:X}}}", c as u32);
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                let Some(&n) = chars.get(i + 1) else {
+                    return Err(Diagnostic::global(format!(
+                        "invalid regex `{pattern}`: trailing backslash"
+                    )));
+                };
+                i += 2;
+                match n {
+                    'd' | 'w' | 's' | 'D' | 'W' | 'S' => {
+                        let set = match n.to_ascii_lowercase() {
+                            'd' => ECMA_DIGIT,
+                            'w' => ECMA_WORD,
+                            _ => ECMA_SPACE,
+                        };
+                        let negated = n.is_ascii_uppercase();
+                        match (in_class, negated) {
+                            (true, false) => out.push_str(set),
+                            (_, true) => out.push_str(&format!("[^{set}]")),
+                            (false, false) => out.push_str(&format!("[{set}]")),
+                        }
+                    }
+                    'b' if in_class => out.push_str("\\x{8}"),
+                    'b' | 'B' => return Err(unsupported(pattern, "a word boundary `\\b`")),
+                    '1'..='9' => return Err(unsupported(pattern, "a backreference")),
+                    'k' if chars.get(i) == Some(&'<') => {
+                        return Err(unsupported(pattern, "a backreference"))
+                    }
+                    '0' => out.push_str("\\x{0}"),
+                    'c' => match chars.get(i) {
+                        Some(&l) if l.is_ascii_alphabetic() => {
+                            out.push_str(&format!("\\x{{{:X}}}", (l as u32) % 32));
+                            i += 1;
+                        }
+                        _ => out.push_str("\\\\c"),
+                    },
+                    'u' => {
+                        if chars.get(i) == Some(&'{') {
+                            let close = chars[i..].iter().position(|&c| c == '}');
+                            let Some(close) = close else {
+                                return Err(Diagnostic::global(format!(
+                                    "invalid regex `{pattern}`: unclosed `\\u{{`"
+                                )));
+                            };
+                            let digits: String = chars[i + 1..i + close].iter().collect();
+                            out.push_str(&format!("\\x{{{digits}}}"));
+                            i += close + 1;
+                        } else {
+                            let digits: String =
+                                chars[i..(i + 4).min(chars.len())].iter().collect();
+                            if digits.len() != 4 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+                                return Err(Diagnostic::global(format!(
+                                    "invalid regex `{pattern}`: `\\u` needs four hex digits"
+                                )));
+                            }
+                            i += 4;
+                            let mut code = u32::from_str_radix(&digits, 16).unwrap_or(0);
+                            // A surrogate pair written as two escapes stands for one character.
+                            if (0xD800..0xDC00).contains(&code)
+                                && chars.get(i) == Some(&'\\')
+                                && chars.get(i + 1) == Some(&'u')
+                            {
+                                let low: String = chars
+                                    [(i + 2).min(chars.len())..(i + 6).min(chars.len())]
+                                    .iter()
+                                    .collect();
+                                if let Ok(low) = u32::from_str_radix(&low, 16) {
+                                    if (0xDC00..0xE000).contains(&low) {
+                                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                                        i += 6;
+                                    }
+                                }
+                            }
+                            if (0xD800..0xE000).contains(&code) {
+                                return Err(unsupported(pattern, "a lone surrogate escape"));
+                            }
+                            out.push_str(&format!("\\x{{{code:X}}}"));
+                        }
+                    }
+                    'x' | 'p' | 'P' | 't' | 'n' | 'r' | 'f' | 'v' => {
+                        if n == 'v' {
+                            out.push_str("\\x{B}");
+                        } else {
+                            out.push('\\');
+                            out.push(n);
+                        }
+                    }
+                    c if c.is_ascii_alphanumeric() => {
+                        return Err(Diagnostic::global(format!(
+                            "invalid regex `{pattern}`: unknown escape `\\{c}`"
+                        )))
+                    }
+                    // An identity escape (`\/`, `\.`, `\-`, ...): the character itself.
+                    c => out.push_str(&hex(c)),
+                }
+                continue;
+            }
+            '[' if !in_class => {
+                // `[]` matches nothing and `[^]` any character in ECMA-262.
+                if chars.get(i + 1) == Some(&']') {
+                    out.push_str("[^\\x{0}-\\x{10FFFF}]");
+                    i += 2;
+                    continue;
+                }
+                if chars.get(i + 1) == Some(&'^') && chars.get(i + 2) == Some(&']') {
+                    out.push_str("[\\x{0}-\\x{10FFFF}]");
+                    i += 3;
+                    continue;
+                }
+                in_class = true;
+                out.push('[');
+                if chars.get(i + 1) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            // Characters that are set operators or nested classes in regex-syntax but
+            // literal in an ECMA-262 class.
+            '[' | '&' | '~' if in_class => out.push_str(&hex(c)),
+            '.' if !in_class => out.push_str(&format!("[^{ECMA_LINE_TERMINATORS}]")),
+            '(' if !in_class && chars.get(i + 1) == Some(&'?') => {
+                let rest: String = chars[i + 2..(i + 4).min(chars.len())].iter().collect();
+                if rest.starts_with('=')
+                    || rest.starts_with('!')
+                    || rest.starts_with("<=")
+                    || rest.starts_with("<!")
+                {
+                    return Err(unsupported(pattern, "lookaround"));
+                }
+                out.push('(');
+            }
+            '{' if !in_class => {
+                // A quantifier `{n}`, `{n,}` or `{n,m}`; otherwise a literal brace.
+                let end = chars[i..].iter().position(|&c| c == '}');
+                let body: Option<String> = end.map(|e| chars[i + 1..i + e].iter().collect());
+                let is_quantifier = body.as_deref().is_some_and(|b| {
+                    let mut parts = b.splitn(2, ',');
+                    let lo = parts.next().unwrap_or("");
+                    let hi = parts.next();
+                    !lo.is_empty()
+                        && lo.chars().all(|c| c.is_ascii_digit())
+                        && hi.map_or(true, |h| h.chars().all(|c| c.is_ascii_digit()))
+                });
+                match (is_quantifier, end) {
+                    (true, Some(e)) => {
+                        out.extend(&chars[i..=i + e]);
+                        i += e + 1;
+                        continue;
+                    }
+                    _ => out.push_str(&hex('{')),
+                }
+            }
+            '}' if !in_class => out.push_str(&hex('}')),
+            '#' | ' ' if !in_class => out.push_str(&hex(c)),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// Lowers HIR to IR in one character encoding.
+struct Lowering<'p> {
+    encoding: CharEncoding,
+    pattern: &'p str,
+}
+
+impl Lowering<'_> {
+    /// Lowers the top of a pattern: anchors at its ends are noted and removed (per branch
+    /// of a top-level alternation, through captures). Returns the expression and whether it
+    /// is anchored at the start and at the end.
+    fn top(&self, hir: &Hir) -> Result<(Expr, bool, bool), Diagnostic> {
+        match hir.kind() {
+            HirKind::Capture(c) => self.top(&c.sub),
+            HirKind::Alternation(branches) => {
+                let lowered: Vec<(Expr, bool, bool)> =
+                    branches.iter().map(|b| self.top(b)).collect::<Result<_, _>>()?;
+                let all_start = lowered.iter().all(|l| l.1);
+                let all_end = lowered.iter().all(|l| l.2);
+                if lowered.iter().all(|l| l.1 == all_start && l.2 == all_end) {
+                    let exprs = lowered.into_iter().map(|l| l.0).collect();
+                    return Ok((Expr::choice(exprs), all_start, all_end));
+                }
+                // Mixed anchoring: give each branch its own unanchored padding.
+                let any = Expr::star(any_char(self.encoding));
+                let exprs = lowered
+                    .into_iter()
+                    .map(|(e, s, t)| {
+                        let mut items = Vec::new();
+                        if !s {
+                            items.push(any.clone());
+                        }
+                        items.push(e);
+                        if !t {
+                            items.push(any.clone());
+                        }
+                        Expr::seq(items)
+                    })
+                    .collect();
+                Ok((Expr::choice(exprs), true, true))
+            }
+            HirKind::Look(look) if is_start(*look) => Ok((Expr::Empty, true, false)),
+            HirKind::Look(look) if is_end(*look) => Ok((Expr::Empty, false, true)),
+            HirKind::Concat(items) => {
+                let mut items: &[Hir] = items;
+                let mut start = false;
+                let mut end = false;
+                while let Some(first) = items.first() {
+                    match first.kind() {
+                        HirKind::Look(l) if is_start(*l) => {
+                            start = true;
+                            items = &items[1..];
+                        }
+                        _ => break,
+                    }
+                }
+                while let Some(last) = items.last() {
+                    match last.kind() {
+                        HirKind::Look(l) if is_end(*l) => {
+                            end = true;
+                            items = &items[..items.len() - 1];
+                        }
+                        _ => break,
+                    }
+                }
+                let exprs = items.iter().map(|h| self.lower(h)).collect::<Result<_, _>>()?;
+                Ok((Expr::seq(exprs), start, end))
+            }
+            _ => Ok((self.lower(hir)?, false, false)),
+        }
+    }
+
+    fn lower(&self, hir: &Hir) -> Result<Expr, Diagnostic> {
+        Ok(match hir.kind() {
+            HirKind::Empty => Expr::Empty,
+            HirKind::Literal(lit) => {
+                let text = std::str::from_utf8(&lit.0).map_err(|_| {
+                    Diagnostic::global(format!("regex `{}` matches invalid UTF-8", self.pattern))
+                })?;
+                encode_literal(text, self.encoding)
+            }
+            HirKind::Class(Class::Unicode(class)) => {
+                let cc = CharClass::new(false, class.ranges().iter().map(|r| (r.start(), r.end())));
+                encode_class(&cc, self.encoding)
+            }
+            HirKind::Class(Class::Bytes(class)) => {
+                if !class.is_ascii() {
+                    return Err(Diagnostic::global(format!(
+                        "regex `{}` matches bytes that are not characters",
+                        self.pattern
+                    )));
+                }
+                let cc = CharClass::new(
+                    false,
+                    class.ranges().iter().map(|r| (r.start() as char, r.end() as char)),
+                );
+                encode_class(&cc, self.encoding)
+            }
+            HirKind::Look(_) => {
+                return Err(unsupported(self.pattern, "an anchor inside the pattern"));
+            }
+            HirKind::Repetition(rep) => {
+                let sub = self.lower(&rep.sub)?;
+                if is_never(&sub) {
+                    if rep.min == 0 {
+                        Expr::Empty
+                    } else {
+                        never()
+                    }
+                } else {
+                    Expr::repeat(sub, rep.min, rep.max)
+                }
+            }
+            HirKind::Capture(c) => self.lower(&c.sub)?,
+            HirKind::Concat(items) => {
+                let exprs: Vec<Expr> =
+                    items.iter().map(|h| self.lower(h)).collect::<Result<_, _>>()?;
+                if exprs.iter().any(is_never) {
+                    never()
+                } else {
+                    Expr::seq(exprs)
+                }
+            }
+            HirKind::Alternation(branches) => {
+                let exprs: Vec<Expr> = branches
+                    .iter()
+                    .map(|h| self.lower(h))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .into_iter()
+                    .filter(|e| !is_never(e))
+                    .collect();
+                if exprs.is_empty() {
+                    never()
+                } else {
+                    Expr::choice(exprs)
+                }
+            }
+        })
+    }
+}
+
+fn is_start(look: Look) -> bool {
+    matches!(look, Look::Start)
+}
+
+fn is_end(look: Look) -> bool {
+    matches!(look, Look::End)
+}
+
+/// An expression that matches nothing: the empty character class.
+pub fn never() -> Expr {
+    Expr::Class(CharClass::new(false, []))
+}
+
+/// Whether `e` is [`never`] (the empty, non-negated class).
+pub fn is_never(e: &Expr) -> bool {
+    matches!(e, Expr::Class(c) if !c.negated && c.ranges.is_empty())
+}
+
+/// Any one character in `encoding`; in a JSON string this includes every escape form,
+/// `\uXXXX` (surrogate pairs as one character) included.
+pub fn any_char(encoding: CharEncoding) -> Expr {
+    match encoding {
+        CharEncoding::Raw => Expr::Class(CharClass::any()),
+        CharEncoding::JsonString => json_any_char(),
+    }
+}
+
+/// One character of a JSON string in any form JSON allows: unescaped, a short escape,
+/// or `\uXXXX` (a surrogate pair written as two escapes is one character; lone surrogates
+/// are refused).
+pub fn json_any_char() -> Expr {
+    let hex = || Expr::class(false, [('0', '9'), ('a', 'f'), ('A', 'F')]);
+    let hex_no_d = Expr::class(false, [('0', '9'), ('a', 'c'), ('e', 'f'), ('A', 'C'), ('E', 'F')]);
+    let d = Expr::class(false, [('d', 'd'), ('D', 'D')]);
+    let non_surrogate = Expr::choice(vec![
+        Expr::Seq(vec![hex_no_d, hex(), hex(), hex()]),
+        Expr::Seq(vec![d.clone(), Expr::class(false, [('0', '7')]), hex(), hex()]),
+    ]);
+    let high = Expr::Seq(vec![
+        d.clone(),
+        Expr::class(false, [('8', '9'), ('a', 'b'), ('A', 'B')]),
+        hex(),
+        hex(),
+    ]);
+    let low = Expr::Seq(vec![d, Expr::class(false, [('c', 'f'), ('C', 'F')]), hex(), hex()]);
+    let escape = Expr::Seq(vec![
+        Expr::literal("\\"),
+        Expr::choice(vec![
+            Expr::class(
+                false,
+                [
+                    ('"', '"'),
+                    ('\\', '\\'),
+                    ('/', '/'),
+                    ('b', 'b'),
+                    ('f', 'f'),
+                    ('n', 'n'),
+                    ('r', 'r'),
+                    ('t', 't'),
+                ],
+            ),
+            Expr::Seq(vec![
+                Expr::literal("u"),
+                Expr::choice(vec![non_surrogate, Expr::Seq(vec![high, Expr::literal("\\u"), low])]),
+            ]),
+        ]),
+    ]);
+    Expr::choice(vec![Expr::Class(unescaped_class()), escape])
+}
+
+/// The characters a JSON string may hold unescaped.
+fn unescaped_class() -> CharClass {
+    CharClass::new(true, [('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')])
+}
+
+/// The escapes of `c` in a JSON string, when it must or may be escaped: `None` when `c`
+/// is written as itself only.
+fn json_escapes(c: char) -> Option<Vec<String>> {
+    let short = match c {
+        '"' => Some("\\\""),
+        '\\' => Some("\\\\"),
+        '\u{8}' => Some("\\b"),
+        '\u{c}' => Some("\\f"),
+        '\n' => Some("\\n"),
+        '\r' => Some("\\r"),
+        '\t' => Some("\\t"),
+        _ => None,
+    };
+    if let Some(s) = short {
+        return Some(vec![s.to_string()]);
+    }
+    if c == '/' {
+        return Some(vec!["/".to_string(), "\\/".to_string()]);
+    }
+    if (c as u32) < 0x20 {
+        let lower = format!("\\u{:04x}", c as u32);
+        let upper = format!("\\u{:04X}", c as u32);
+        return Some(if lower == upper { vec![lower] } else { vec![lower, upper] });
+    }
+    None
+}
+
+/// A literal string in `encoding`.
+pub fn encode_literal(text: &str, encoding: CharEncoding) -> Expr {
+    if encoding == CharEncoding::Raw {
+        return Expr::literal(text);
+    }
+    let mut items = Vec::new();
+    let mut plain = String::new();
+    for c in text.chars() {
+        match json_escapes(c) {
+            None => plain.push(c),
+            Some(forms) => {
+                if !plain.is_empty() {
+                    items.push(Expr::literal(&plain));
+                    plain.clear();
+                }
+                let alts: Vec<Expr> = forms.iter().map(|f| Expr::literal(f)).collect();
+                items.push(Expr::choice(alts));
+            }
+        }
+    }
+    if !plain.is_empty() {
+        items.push(Expr::literal(&plain));
+    }
+    Expr::seq(items)
+}
+
+/// One character of `class` in `encoding`.
+pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
+    if encoding == CharEncoding::Raw {
+        return Expr::Class(class.clone());
+    }
+    let ranges = class.positive_ranges();
+    // The characters written as themselves: the class minus those that need escapes.
+    let plain = CharClass::new(false, ranges.iter().copied());
+    let plain_ranges = subtract(&plain.ranges, &[('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')]);
+    let mut alts = Vec::new();
+    if !plain_ranges.is_empty() {
+        alts.push(Expr::Class(CharClass::new(false, plain_ranges)));
+    }
+    let special = ('\0'..='\u{1f}').chain(['"', '\\', '/']);
+    for c in special {
+        if !plain.contains(c) {
+            continue;
+        }
+        if let Some(forms) = json_escapes(c) {
+            for f in forms {
+                if f != "/" {
+                    alts.push(Expr::literal(&f));
+                }
+            }
+        }
+    }
+    if alts.is_empty() {
+        never()
+    } else {
+        Expr::choice(alts)
+    }
+}
+
+/// `ranges` minus `remove` (both sorted, merged, inclusive).
+pub fn subtract(ranges: &[(char, char)], remove: &[(char, char)]) -> Vec<(char, char)> {
+    let mut out = Vec::new();
+    for &(lo, hi) in ranges {
+        let mut pieces = vec![(lo as u32, hi as u32)];
+        for &(rlo, rhi) in remove {
+            let (rlo, rhi) = (rlo as u32, rhi as u32);
+            let mut next = Vec::new();
+            for (a, b) in pieces {
+                if rhi < a || rlo > b {
+                    next.push((a, b));
+                    continue;
+                }
+                if rlo > a {
+                    next.push((a, rlo - 1));
+                }
+                if rhi < b {
+                    next.push((rhi + 1, b));
+                }
+            }
+            pieces = next;
+        }
+        for (a, b) in pieces {
+            if let (Some(a), Some(b)) = (scalar_at_or_after(a), scalar_at_or_before(b)) {
+                if a <= b {
+                    out.push((a, b));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn scalar_at_or_after(v: u32) -> Option<char> {
+    char::from_u32(v).or_else(|| char::from_u32(0xE000).filter(|_| (0xD800..0xE000).contains(&v)))
+}
+
+fn scalar_at_or_before(v: u32) -> Option<char> {
+    char::from_u32(v).or_else(|| char::from_u32(0xD7FF).filter(|_| (0xD800..0xE000).contains(&v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn translates_ecma_escapes() {
+        assert_eq!(ecma_to_regex_syntax("\\d").unwrap(), "[0-9]");
+        assert_eq!(ecma_to_regex_syntax("[\\w-]").unwrap(), "[0-9A-Za-z_-]");
+        assert_eq!(ecma_to_regex_syntax("a{").unwrap(), "a\\x{7B}");
+        assert_eq!(ecma_to_regex_syntax("a{2,3}").unwrap(), "a{2,3}");
+        assert_eq!(ecma_to_regex_syntax("\\/").unwrap(), "\\x{2F}");
+    }
+
+    #[test]
+    fn refuses_lookaround_and_backreferences() {
+        for p in ["(?=a)", "(?!a)", "(?<=a)b", "(a)\\1", "\\bx"] {
+            let e = parse_regex(p).unwrap_err();
+            assert_eq!(e.0[0].category, Category::Unsupported, "{p}");
+        }
+    }
+
+    #[test]
+    fn json_encoding_escapes_quotes() {
+        let e = encode_literal("a\"b", CharEncoding::JsonString);
+        assert_eq!(
+            e,
+            Expr::Seq(vec![Expr::literal("a"), Expr::literal("\\\""), Expr::literal("b")])
+        );
+    }
+}
