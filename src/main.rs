@@ -1,1 +1,33 @@
-fn main() {}
+//! The `grammask` command-line tool.
+//!
+//! Exit codes everywhere: 0 success or accepted; 1 rejected, or the grammar is invalid or
+//! unsupported, or a limit was hit (the message says which); 2 usage errors.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+
+/// Grammar-constrained decoding: check grammars, match text, compute token masks.
+#[derive(Parser, Debug)]
+#[command(name = "grammask", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Whether the input is in the grammar's language (exit 0) or not (exit 1).
+    Match(cli::grammar_match::MatchArgs),
+    /// The tokens of a vocabulary the grammar allows after a prefix.
+    Mask(cli::mask::MaskArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match &cli.command {
+        Command::Match(args) => cli::grammar_match::run(args),
+        Command::Mask(args) => cli::mask::run(args),
+    };
+    std::process::exit(code);
+}
