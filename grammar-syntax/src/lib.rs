@@ -4,14 +4,24 @@
 //! - [`regex`]: ECMA-262 regular expressions → IR (`pattern`, `.regex` files).
 //! - [`json_schema`]: JSON Schema → IR.
 //! - [`diagnostic`]: errors and warnings with line:col (text) or JSON pointer (schemas).
+//! - [`parse`]: the GBNF (llama.cpp) and EBNF (XGrammar) frontends.
+//! - [`analysis`]: nullable, productive and reachable rules; left recursion.
+//! - [`validate`](mod@validate): IR-level checks shared by every frontend.
+//! - [`print`]: IR → GBNF text.
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod diagnostic;
 pub mod ir;
+pub mod parse;
+pub mod print;
+pub mod validate;
 pub mod json_schema;
 pub mod regex;
 
 pub use diagnostic::{Category, Diagnostic, Diagnostics, LineCol, Severity};
 pub use ir::{CharClass, Expr, Grammar, GrammarBuilder, Rule, RuleId, Span, TokenSet};
+pub use parse::{parse_ebnf, parse_gbnf, parse_grammar, Dialect, ParseOptions, Parsed};
+pub use validate::validate;
 pub use regex::{parse_regex, regex_to_ir, RegexOptions};

@@ -1,0 +1,506 @@
+//! Whole-grammar analyses: which rules can match the empty string ([`nullable`]), which
+//! can finish at all ([`productive`]), which the root can reach ([`reachable`]), and
+//! whether some rule can call itself before consuming input ([`left_recursion_cycle`]).
+//!
+//! Every analysis is iterative (explicit stacks and work lists, no recursion), so grammars
+//! with long chains of rules or deeply nested expressions cannot overflow the stack, and
+//! runs in time linear in the size of the grammar (plus the number of left-position edges
+//! for left recursion).
+//!
+//! Expressions are first flattened into an array of nodes (each node knowing its parent
+//! and its children, contiguous). Nullability and productivity are then least fixpoints of
+//! monotone and/or formulas, computed by propagating "true" upwards from the leaves, as in
+//! linear-time Horn satisfiability: a sequence becomes true when its last pending item does,
+//! a choice when its first alternative does, a rule when its body does, and then every
+//! reference to that rule.
+//!
+//! ```
+//! use grammask_syntax::{analysis, parse_gbnf};
+//! let g = parse_gbnf("root ::= ws \"x\"\nws ::= [ ]*\n").unwrap().grammar;
+//! assert_eq!(analysis::nullable(&g), vec![false, true]);
+//! ```
+
+use crate::ir::{Expr, Grammar, RuleId};
+
+const NONE: usize = usize::MAX;
+
+/// One expression node of the flattened grammar.
+struct Node<'g> {
+    expr: &'g Expr,
+    parent: usize,
+    first_child: usize,
+    child_count: usize,
+}
+
+/// The expressions of a grammar as an array of nodes; each rule's nodes are contiguous.
+struct Flat<'g> {
+    nodes: Vec<Node<'g>>,
+    /// Root node of each rule's body.
+    body_roots: Vec<usize>,
+    /// Node range of each rule (body and lookahead).
+    rule_nodes: Vec<(usize, usize)>,
+}
+
+impl<'g> Flat<'g> {
+    fn new(grammar: &'g Grammar) -> Self {
+        let mut nodes: Vec<Node<'g>> = Vec::with_capacity(grammar.size());
+        let mut body_roots = Vec::with_capacity(grammar.rules.len());
+        let mut rule_nodes = Vec::with_capacity(grammar.rules.len());
+        for rule in &grammar.rules {
+            let start = nodes.len();
+            body_roots.push(start);
+            for root in std::iter::once(&rule.body).chain(rule.lookahead.as_ref()) {
+                let mut next = nodes.len();
+                nodes.push(Node { expr: root, parent: NONE, first_child: NONE, child_count: 0 });
+                // Breadth first: the children of each node are appended together.
+                while next < nodes.len() {
+                    let expr = nodes[next].expr;
+                    let first = nodes.len();
+                    let children: &'g [Expr] = match expr {
+                        Expr::Seq(items) | Expr::Choice(items) => items,
+                        Expr::Repeat { expr, .. } => std::slice::from_ref(&**expr),
+                        _ => &[],
+                    };
+                    for child in children {
+                        nodes.push(Node {
+                            expr: child,
+                            parent: next,
+                            first_child: NONE,
+                            child_count: 0,
+                        });
+                    }
+                    nodes[next].first_child = first;
+                    nodes[next].child_count = children.len();
+                    next += 1;
+                }
+            }
+            rule_nodes.push((start, nodes.len()));
+        }
+        Flat { nodes, body_roots, rule_nodes }
+    }
+
+    fn children(&self, node: usize) -> std::ops::Range<usize> {
+        let n = &self.nodes[node];
+        if n.child_count == 0 {
+            0..0
+        } else {
+            n.first_child..n.first_child + n.child_count
+        }
+    }
+}
+
+/// How a node's truth follows from its children's.
+#[derive(Clone, Copy)]
+enum Gate {
+    /// True when all of the remaining children are.
+    All(usize),
+    /// True when any child is.
+    Any,
+    /// Decided on its own (a leaf, or a repetition that may repeat zero times).
+    Fixed,
+    /// True when the rule it refers to is.
+    Ref,
+}
+
+/// The least fixpoint of "a rule is true when its body is", with leaves decided by
+/// `leaf`; returns the truth of every rule and of every node.
+fn propagate(
+    grammar: &Grammar,
+    flat: &Flat<'_>,
+    leaf: impl Fn(&Expr) -> bool,
+) -> (Vec<bool>, Vec<bool>) {
+    let n = flat.nodes.len();
+    let rule_count = grammar.rules.len();
+    let mut truth = vec![false; n];
+    let mut gates = Vec::with_capacity(n);
+    let mut refs: Vec<Vec<usize>> = vec![Vec::new(); rule_count];
+    let mut root_of = vec![NONE; n];
+    for (rule, &root) in flat.body_roots.iter().enumerate() {
+        root_of[root] = rule;
+    }
+    let mut work = Vec::new();
+    for (i, node) in flat.nodes.iter().enumerate() {
+        let gate = match node.expr {
+            Expr::Seq(items) if !items.is_empty() => Gate::All(items.len()),
+            Expr::Seq(_) => {
+                truth[i] = true;
+                Gate::Fixed
+            }
+            Expr::Choice(_) => Gate::Any,
+            Expr::Repeat { min, max, .. } => {
+                if *min == 0 || *max == Some(0) {
+                    truth[i] = true;
+                    Gate::Fixed
+                } else {
+                    Gate::All(1)
+                }
+            }
+            Expr::Rule(id) => {
+                if let Some(list) = refs.get_mut(id.index()) {
+                    list.push(i);
+                }
+                Gate::Ref
+            }
+            other => {
+                truth[i] = leaf(other);
+                Gate::Fixed
+            }
+        };
+        gates.push(gate);
+        if truth[i] {
+            work.push(i);
+        }
+    }
+    let mut rule_truth = vec![false; rule_count];
+    while let Some(node) = work.pop() {
+        let rule = root_of[node];
+        if rule != NONE && !rule_truth[rule] {
+            rule_truth[rule] = true;
+            for &r in &refs[rule] {
+                if !truth[r] {
+                    truth[r] = true;
+                    work.push(r);
+                }
+            }
+        }
+        let parent = flat.nodes[node].parent;
+        if parent == NONE || truth[parent] {
+            continue;
+        }
+        match &mut gates[parent] {
+            Gate::All(pending) => {
+                *pending -= 1;
+                if *pending == 0 {
+                    truth[parent] = true;
+                    work.push(parent);
+                }
+            }
+            Gate::Any => {
+                truth[parent] = true;
+                work.push(parent);
+            }
+            Gate::Fixed | Gate::Ref => {}
+        }
+    }
+    (rule_truth, truth)
+}
+
+fn nullable_leaf(expr: &Expr) -> bool {
+    match expr {
+        Expr::Empty => true,
+        Expr::Bytes(bytes) => bytes.is_empty(),
+        _ => false,
+    }
+}
+
+fn productive_leaf(expr: &Expr) -> bool {
+    match expr {
+        Expr::Empty | Expr::Bytes(_) => true,
+        Expr::Class(class) => !class.positive_ranges().is_empty(),
+        Expr::ByteRanges(ranges) => !ranges.is_empty(),
+        Expr::Tokens(set) => set.negated || !set.ids.is_empty(),
+        _ => false,
+    }
+}
+
+/// For each rule (indexed by [`RuleId::index`]): whether it matches the empty string.
+/// Lookahead assertions do not count.
+pub fn nullable(grammar: &Grammar) -> Vec<bool> {
+    let flat = Flat::new(grammar);
+    propagate(grammar, &flat, nullable_leaf).0
+}
+
+/// For each rule: whether it matches at least one finite string (has a finite
+/// derivation). A rule that is not productive can never finish.
+pub fn productive(grammar: &Grammar) -> Vec<bool> {
+    let flat = Flat::new(grammar);
+    propagate(grammar, &flat, productive_leaf).0
+}
+
+/// For each rule: whether the root refers to it, directly or not (through bodies and
+/// lookahead assertions). The root is reachable.
+pub fn reachable(grammar: &Grammar) -> Vec<bool> {
+    let flat = Flat::new(grammar);
+    let count = grammar.rules.len();
+    let mut seen = vec![false; count];
+    let root = grammar.root.index();
+    if root >= count {
+        return seen;
+    }
+    seen[root] = true;
+    let mut work = vec![root];
+    while let Some(rule) = work.pop() {
+        let (start, end) = flat.rule_nodes[rule];
+        for node in &flat.nodes[start..end] {
+            if let Expr::Rule(id) = node.expr {
+                let i = id.index();
+                if i < count && !seen[i] {
+                    seen[i] = true;
+                    work.push(i);
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// For each rule, the rules it may call before consuming any input (deduplicated).
+fn left_edges(grammar: &Grammar) -> Vec<Vec<usize>> {
+    let flat = Flat::new(grammar);
+    let (_, node_nullable) = propagate(grammar, &flat, nullable_leaf);
+    let count = grammar.rules.len();
+    let mut edges = vec![Vec::new(); count];
+    let mut stack = Vec::new();
+    for (rule, out) in edges.iter_mut().enumerate() {
+        stack.push(flat.body_roots[rule]);
+        while let Some(node) = stack.pop() {
+            match flat.nodes[node].expr {
+                Expr::Rule(id) if id.index() < count && !out.contains(&id.index()) => {
+                    out.push(id.index());
+                }
+                Expr::Seq(_) => {
+                    for child in flat.children(node) {
+                        stack.push(child);
+                        if !node_nullable[child] {
+                            break;
+                        }
+                    }
+                }
+                Expr::Choice(_) => stack.extend(flat.children(node)),
+                Expr::Repeat { max: Some(0), .. } => {}
+                Expr::Repeat { .. } => stack.extend(flat.children(node)),
+                _ => {}
+            }
+        }
+    }
+    edges
+}
+
+/// Strongly connected components of a graph (Tarjan's algorithm, iterative).
+fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let n = adj.len();
+    let mut index = vec![NONE; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut calls: Vec<(usize, usize)> = Vec::new();
+    let mut next = 0;
+    let mut components = Vec::new();
+    for start in 0..n {
+        if index[start] != NONE {
+            continue;
+        }
+        index[start] = next;
+        low[start] = next;
+        next += 1;
+        stack.push(start);
+        on_stack[start] = true;
+        calls.push((start, 0));
+        while let Some(&(v, edge)) = calls.last() {
+            if let Some(&w) = adj[v].get(edge) {
+                if let Some(top) = calls.last_mut() {
+                    top.1 += 1;
+                }
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    calls.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(u, _)) = calls.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                components.push(component);
+            }
+        }
+    }
+    components
+}
+
+/// Every left-recursive cycle, one per group of mutually left-recursive rules: the
+/// shortest cycle through the group's first rule, as a closed path (first == last),
+/// e.g. `[expr, term, expr]`. Ordered by first rule.
+pub fn left_recursion_cycles(grammar: &Grammar) -> Vec<Vec<RuleId>> {
+    let edges = left_edges(grammar);
+    let mut cycles = Vec::new();
+    let mut in_component = vec![NONE; edges.len()];
+    for (c, component) in strongly_connected(&edges).into_iter().enumerate() {
+        let Some(&start) = component.iter().min() else { continue };
+        if component.len() == 1 && !edges[start].contains(&start) {
+            continue;
+        }
+        for &r in &component {
+            in_component[r] = c;
+        }
+        // Breadth-first search back to `start` inside the component.
+        let mut previous = vec![NONE; edges.len()];
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut reached = false;
+        'search: while let Some(v) = queue.pop_front() {
+            for &w in &edges[v] {
+                if w == start {
+                    previous[start] = v;
+                    reached = true;
+                    break 'search;
+                }
+                if in_component[w] == c && previous[w] == NONE {
+                    previous[w] = v;
+                    queue.push_back(w);
+                }
+            }
+        }
+        if !reached {
+            continue;
+        }
+        let mut path = vec![start];
+        let mut at = previous[start];
+        while at != start && at != NONE {
+            path.push(at);
+            at = previous[at];
+        }
+        path.push(start);
+        path.reverse();
+        cycles.push(path.into_iter().map(RuleId::new).collect());
+    }
+    cycles.sort();
+    cycles
+}
+
+/// A left-recursive cycle if there is one: a closed path of rules (first == last), each
+/// of which may call the next before consuming input, e.g. `[expr, term, expr]`; for
+/// direct left recursion `[expr, expr]`.
+pub fn left_recursion_cycle(grammar: &Grammar) -> Option<Vec<RuleId>> {
+    left_recursion_cycles(grammar).into_iter().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Expr, GrammarBuilder};
+
+    /// Builds a grammar from `(name, body)` pairs; bodies refer to rules by name through
+    /// `Expr::Rule` ids declared in order.
+    type Body = fn(&dyn Fn(&str) -> Expr) -> Expr;
+
+    fn grammar(rules: &[(&str, Body)]) -> Grammar {
+        let mut b = GrammarBuilder::new();
+        for (name, _) in rules {
+            b.declare(name);
+        }
+        let ids: Vec<RuleId> = rules.iter().map(|(n, _)| b.lookup(n).unwrap()).collect();
+        let names: Vec<&str> = rules.iter().map(|(n, _)| *n).collect();
+        let r = |n: &str| Expr::Rule(ids[names.iter().position(|m| *m == n).unwrap()]);
+        for (i, (_, body)) in rules.iter().enumerate() {
+            b.define(ids[i], body(&r));
+        }
+        b.finish(ids[0]).unwrap()
+    }
+
+    #[test]
+    fn nullable_through_rules_and_repeats() {
+        let g = grammar(&[
+            ("root", |r| Expr::seq(vec![r("a"), r("b")])),
+            ("a", |_| Expr::star(Expr::literal("x"))),
+            ("b", |r| Expr::choice(vec![Expr::literal("y"), r("a")])),
+            ("c", |r| Expr::seq(vec![r("a"), Expr::literal("z")])),
+            ("d", |r| Expr::repeat(r("c"), 2, Some(3))),
+            ("e", |r| Expr::repeat(r("c"), 0, Some(0))),
+        ]);
+        assert_eq!(nullable(&g), vec![true, true, true, false, false, true]);
+    }
+
+    #[test]
+    fn productive_needs_a_finite_derivation() {
+        let g = grammar(&[
+            ("root", |r| Expr::choice(vec![r("loop"), r("ok")])),
+            ("loop", |r| Expr::seq(vec![Expr::literal("x"), r("loop")])),
+            ("ok", |r| Expr::choice(vec![Expr::literal("x"), Expr::seq(vec![r("ok"), r("ok")])])),
+            ("never", |_| Expr::class(false, Vec::new())),
+            ("opt", |r| Expr::optional(r("never"))),
+            ("uses", |r| Expr::plus(r("never"))),
+        ]);
+        assert_eq!(productive(&g), vec![true, false, true, false, true, false]);
+    }
+
+    #[test]
+    fn reachable_follows_bodies_and_lookaheads() {
+        let mut g = grammar(&[
+            ("root", |r| r("a")),
+            ("a", |_| Expr::literal("x")),
+            ("b", |r| r("c")),
+            ("c", |_| Expr::literal("y")),
+            ("d", |_| Expr::literal("z")),
+        ]);
+        g.rules[1].lookahead = Some(Expr::Rule(RuleId::new(4)));
+        assert_eq!(reachable(&g), vec![true, true, false, false, true]);
+    }
+
+    #[test]
+    fn finds_direct_indirect_and_hidden_left_recursion() {
+        let direct = grammar(&[("root", |r| {
+            Expr::choice(vec![Expr::seq(vec![r("root"), Expr::literal("+")]), Expr::literal("1")])
+        })]);
+        assert_eq!(left_recursion_cycle(&direct), Some(vec![RuleId::new(0), RuleId::new(0)]));
+
+        let indirect = grammar(&[
+            ("root", |r| r("expr")),
+            ("expr", |r| Expr::choice(vec![r("term"), Expr::literal("1")])),
+            ("term", |r| Expr::seq(vec![r("expr"), Expr::literal("*")])),
+        ]);
+        let ids = |v: &[usize]| v.iter().map(|&i| RuleId::new(i)).collect::<Vec<_>>();
+        assert_eq!(left_recursion_cycle(&indirect), Some(ids(&[1, 2, 1])));
+
+        let hidden = grammar(&[
+            ("root", |r| {
+                Expr::choice(vec![
+                    Expr::seq(vec![r("ws"), r("root"), Expr::literal("x")]),
+                    Expr::literal("y"),
+                ])
+            }),
+            ("ws", |_| Expr::star(Expr::literal(" "))),
+        ]);
+        assert_eq!(left_recursion_cycle(&hidden), Some(ids(&[0, 0])));
+
+        let right = grammar(&[("root", |r| {
+            Expr::choice(vec![Expr::seq(vec![Expr::literal("x"), r("root")]), Expr::Empty])
+        })]);
+        assert_eq!(left_recursion_cycle(&right), None);
+    }
+
+    #[test]
+    fn long_rule_chains_do_not_overflow() {
+        let n = 200_000;
+        let mut b = GrammarBuilder::new();
+        let ids: Vec<RuleId> = (0..n).map(|i| b.declare(&format!("r{i}"))).collect();
+        for i in 0..n {
+            let body = if i + 1 < n {
+                Expr::seq(vec![Expr::Rule(ids[i + 1]), Expr::Rule(ids[(i + 1) % n])])
+            } else {
+                Expr::Rule(ids[0])
+            };
+            b.define(ids[i], body);
+        }
+        let g = b.finish(ids[0]).unwrap();
+        assert!(productive(&g).iter().all(|p| !p));
+        assert!(nullable(&g).iter().all(|p| !p));
+        assert!(reachable(&g).iter().all(|p| *p));
+        let cycle = left_recursion_cycle(&g).unwrap();
+        assert_eq!(cycle.len(), n + 1);
+    }
+}

@@ -1,0 +1,90 @@
+//! IR-level checks shared by every frontend (GBNF, EBNF, JSON Schema, regex):
+//!
+//! - rule references and the root must name rules of the grammar;
+//! - repetition bounds must be in order (`{3,1}` is an error);
+//! - every rule must be able to finish (have a finite derivation);
+//! - no rule may be left-recursive (`expr ::= expr "+" term`, directly, through other
+//!   rules, or behind a prefix that can match the empty string): the engine does not
+//!   handle left recursion yet, so it is refused with the cycle named;
+//! - rules the root never reaches get a warning.
+//!
+//! Diagnostics point at the rule's definition ([`crate::ir::Rule::span`]).
+
+use crate::analysis;
+use crate::diagnostic::Diagnostic;
+use crate::ir::{Expr, Grammar};
+
+/// Checks a grammar; returns its errors and warnings ordered by position.
+pub fn validate(grammar: &Grammar) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let count = grammar.rules.len();
+    if grammar.root.index() >= count {
+        out.push(Diagnostic::global(format!(
+            "the root {} is not a rule of the grammar",
+            grammar.root
+        )));
+        return out;
+    }
+    let mut structurally_valid = true;
+    for rule in &grammar.rules {
+        let mut stack: Vec<&Expr> =
+            std::iter::once(&rule.body).chain(rule.lookahead.as_ref()).collect();
+        while let Some(expr) = stack.pop() {
+            match expr {
+                Expr::Seq(items) | Expr::Choice(items) => stack.extend(items),
+                Expr::Repeat { expr, min, max } => {
+                    if let Some(max) = max {
+                        if min > max {
+                            out.push(Diagnostic::error(
+                                rule.span,
+                                format!(
+                                    "repetition bounds out of order in rule `{}`: `{{{min},{max}}}`",
+                                    rule.name
+                                ),
+                            ));
+                        }
+                    }
+                    stack.push(expr);
+                }
+                Expr::Rule(id) if id.index() >= count => {
+                    structurally_valid = false;
+                    out.push(Diagnostic::error(
+                        rule.span,
+                        format!(
+                            "rule `{}` refers to {id}, which is not a rule of the grammar",
+                            rule.name
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    if !structurally_valid {
+        return out;
+    }
+    for (rule, productive) in grammar.rules.iter().zip(analysis::productive(grammar)) {
+        if !productive {
+            out.push(Diagnostic::error(
+                rule.span,
+                format!("rule `{}` can never finish: it has no finite derivation", rule.name),
+            ));
+        }
+    }
+    for cycle in analysis::left_recursion_cycles(grammar) {
+        let names: Vec<&str> = cycle.iter().map(|&id| grammar.rule(id).name.as_str()).collect();
+        let first = grammar.rule(cycle[0]);
+        out.push(Diagnostic::error(first.span, format!("left recursion: {}", names.join(" -> "))));
+    }
+    let root_name = &grammar.rule(grammar.root).name;
+    for (rule, reachable) in grammar.rules.iter().zip(analysis::reachable(grammar)) {
+        if !reachable {
+            out.push(Diagnostic::warning(
+                rule.span,
+                format!("rule `{}` is never used (unreachable from `{root_name}`)", rule.name),
+            ));
+        }
+    }
+    out.sort_by_key(|d| d.span.map_or(0, |s| s.start));
+    out
+}
