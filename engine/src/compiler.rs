@@ -12,10 +12,11 @@ use crate::error::CompileError;
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::stack::{Position, Stack};
+use crate::token_cache::{classify, PositionMask};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Resource limits, each with a documented default. A limit that is hit is an error that
 /// names it, never a panic, a hang or a silent slowdown.
@@ -48,12 +49,26 @@ impl Default for Limits {
 }
 
 /// What the compiler is asked to do besides the grammar itself.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct CompilerConfig {
     /// Resource limits.
     pub limits: Limits,
     /// Settings of the pass pipeline.
     pub passes: PassConfig,
+    /// Whether masks use the adaptive token mask cache (default). Off, every mask walks
+    /// the whole vocabulary against the stacks: the same answers, slower; kept for
+    /// differential tests.
+    pub mask_cache: bool,
+}
+
+impl Default for CompilerConfig {
+    fn default() -> Self {
+        CompilerConfig {
+            limits: Limits::default(),
+            passes: PassConfig::default(),
+            mask_cache: true,
+        }
+    }
 }
 
 /// Compiles grammars for one vocabulary.
@@ -106,6 +121,24 @@ impl Compiler {
     /// The settings.
     pub fn config(&self) -> &CompilerConfig {
         &self.config
+    }
+
+    /// Compiles GBNF text (llama.cpp's dialect) whose root rule is `root`.
+    pub fn compile_gbnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let parsed = grammask_syntax::parse_gbnf(text).map_err(CompileError::Grammar)?;
+        self.compile_grammar(&parsed.grammar)
+    }
+
+    /// Compiles EBNF text (XGrammar's dialect) whose root rule is `root`.
+    pub fn compile_ebnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let parsed = grammask_syntax::parse_ebnf(text).map_err(CompileError::Grammar)?;
+        self.compile_grammar(&parsed.grammar)
+    }
+
+    /// Compiles a regular expression that must match the whole text.
+    pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let grammar = grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar)?;
+        self.compile_grammar(&grammar)
     }
 
     /// Compiles a grammar given as IR.
@@ -170,6 +203,17 @@ impl Compiler {
         check_left_recursion(&grammar, &automata)?;
         let root = grammar.root;
         let initial = Stack::root(Position { rule: root, state: automata[root.index()].start() });
+        let mut state_base = Vec::with_capacity(automata.len());
+        let mut base = 0u32;
+        for dfa in &automata {
+            state_base.push(base);
+            base += dfa.len() as u32;
+        }
+        let cache = if self.config.mask_cache {
+            (0..total_states).map(|_| OnceLock::new()).collect()
+        } else {
+            Vec::new()
+        };
         Ok(Arc::new(CompiledGrammar {
             vocab: self.vocab.clone(),
             grammar,
@@ -178,6 +222,8 @@ impl Compiler {
             limits: limits.clone(),
             initial,
             total_states,
+            state_base,
+            cache,
         }))
     }
 }
@@ -193,6 +239,10 @@ pub struct CompiledGrammar {
     pub(crate) limits: Limits,
     pub(crate) initial: Stack,
     total_states: usize,
+    /// Global index of each rule's state 0, for the cache.
+    state_base: Vec<u32>,
+    /// The adaptive token mask cache, one entry per automaton state (empty when off).
+    cache: Vec<OnceLock<PositionMask>>,
 }
 
 impl CompiledGrammar {
@@ -224,6 +274,43 @@ impl CompiledGrammar {
     #[inline]
     pub(crate) fn dfa(&self, position: Position) -> &Dfa {
         &self.automata[position.rule.index()]
+    }
+
+    /// The cached classification of `position`, computed on first use; `None` when the
+    /// cache is off.
+    pub(crate) fn position_mask(&self, position: Position) -> Option<&PositionMask> {
+        let index = self.state_base[position.rule.index()] as usize + position.state.index();
+        let slot = self.cache.get(index)?;
+        Some(slot.get_or_init(|| classify(self.dfa(position), position.state, &self.vocab)))
+    }
+
+    /// Whether masks use the token mask cache.
+    pub(crate) fn has_mask_cache(&self) -> bool {
+        !self.cache.is_empty()
+    }
+
+    /// Bytes held by the filled entries of the token mask cache.
+    pub fn mask_cache_memory(&self) -> usize {
+        self.cache.iter().filter_map(|slot| slot.get()).map(PositionMask::memory).sum()
+    }
+
+    /// Fills every entry of the token mask cache now, in parallel, instead of on first
+    /// use (a longer compile for no first-visit cost later).
+    pub fn precompute_mask_cache(&self) {
+        use rayon::prelude::*;
+        let positions: Vec<Position> = self
+            .automata
+            .iter()
+            .enumerate()
+            .flat_map(|(r, dfa)| {
+                (0..dfa.len())
+                    .filter(move |&s| dfa.reads_input(StateId::new(s)))
+                    .map(move |s| Position { rule: RuleId::new(r), state: StateId::new(s) })
+            })
+            .collect();
+        positions.par_iter().for_each(|&p| {
+            self.position_mask(p);
+        });
     }
 }
 

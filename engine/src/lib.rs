@@ -20,6 +20,7 @@ mod mask;
 pub mod matcher;
 pub mod passes;
 mod stack;
+mod token_cache;
 
 pub use compiler::{CompiledGrammar, Compiler, CompilerConfig, Limits};
 pub use error::{CompileError, MatchError};

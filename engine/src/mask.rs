@@ -5,6 +5,10 @@
 //! previous one, so only its remaining bytes are read. When a prefix is refused, every
 //! token that starts with it is skipped at once.
 //!
+//! With the adaptive token mask cache on (the default), the walk only visits the
+//! context-dependent tokens of each stack's position ([`crate::token_cache`]); the rest
+//! come from the cache.
+//!
 //! A token is allowed when its last byte is read by some stack. Automata are trimmed
 //! (every state can still finish its rule) and every rule can finish, so an allowed token
 //! never leads into a dead end.
@@ -14,7 +18,7 @@ use crate::error::MatchError;
 use crate::ids::TokenSetId;
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::Stack;
-use grammask_tokenset::{set_bit, Vocabulary};
+use grammask_tokenset::{get_bit, set_bit, Vocabulary};
 
 /// Sets the bits of the stop tokens.
 pub(crate) fn set_stop_tokens(vocab: &Vocabulary, bitmask: &mut [u32]) {
@@ -62,26 +66,64 @@ pub(crate) fn fill(
     if closure.configs.is_empty() {
         return Ok(());
     }
-    walk_vocabulary(grammar, closure, bitmask)
+    if !grammar.has_mask_cache() {
+        return walk(grammar, closure, None, bitmask);
+    }
+    // Context-independent tokens from the cache, then the context-dependent ones of each
+    // position checked against that stack alone (the other stacks are other configs).
+    let mut dependent: Vec<(&Stack, &[u32])> = Vec::new();
+    for config in &closure.configs {
+        if let Some(entry) = grammar.position_mask(config.top) {
+            entry.accepted.apply(bitmask);
+            if !entry.dependent.is_empty() {
+                dependent.push((config, &entry.dependent));
+            }
+        }
+    }
+    for (config, positions) in dependent {
+        let seed = Closure { configs: vec![config.clone()], can_end: false };
+        walk(grammar, &seed, Some(positions), bitmask)?;
+    }
+    Ok(())
 }
 
-/// The sorted-vocabulary walk.
-fn walk_vocabulary(
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The sorted-vocabulary walk from `seed`: over every token (`positions` is `None`) or
+/// over the listed sorted-vocabulary positions (ascending). Sets the bit of each token
+/// some stack reads to its end; tokens already set are not walked again.
+fn walk(
     grammar: &CompiledGrammar,
-    closure: &Closure,
+    seed: &Closure,
+    positions: Option<&[u32]>,
     bitmask: &mut [u32],
 ) -> Result<(), MatchError> {
     let sorted = grammar.vocab.sorted();
-    let n = sorted.len();
+    let count = positions.map_or(sorted.len(), <[u32]>::len);
+    let position = |k: usize| positions.map_or(k, |p| p[k] as usize);
     // levels[d]: the closure after the first d bytes of the current token.
-    let mut levels: Vec<Closure> = vec![closure.clone()];
-    let mut depth = 0usize; // levels[0..=depth] are valid for the current prefix
+    let mut levels: Vec<Closure> = vec![seed.clone()];
+    let mut depth = 0usize; // levels[0..=depth] hold for the previous token's prefix
+    let mut previous: &[u8] = &[];
     let mut raw: Vec<Stack> = Vec::new();
-    let mut i = 0usize;
-    while i < n {
+    let mut k = 0usize;
+    while k < count {
+        let i = position(k);
+        let id = sorted.token_id(i);
+        if positions.is_some() && get_bit(bitmask, id) {
+            k += 1;
+            continue;
+        }
         let bytes = sorted.bytes(i);
-        let shared = sorted.lcp(i).min(depth);
+        let shared = match positions {
+            None => sorted.lcp(i),
+            Some(_) => common_prefix_len(previous, bytes),
+        }
+        .min(depth);
         depth = shared;
+        previous = bytes;
         let mut refused_at = None;
         for (d, &b) in bytes.iter().enumerate().skip(shared) {
             step_byte_into(grammar, &levels[d].configs, b, &mut raw);
@@ -96,12 +138,21 @@ fn walk_vocabulary(
             depth = d + 1;
         }
         match refused_at {
-            Some(d) => i = sorted.next_without_prefix(i, d + 1),
+            Some(d) => match positions {
+                None => k = sorted.next_without_prefix(i, d + 1),
+                Some(p) => {
+                    let refused = &bytes[..=d];
+                    k += 1;
+                    while k < count && sorted.bytes(p[k] as usize).starts_with(refused) {
+                        k += 1;
+                    }
+                }
+            },
             None => {
                 if !bytes.is_empty() {
-                    set_bit(bitmask, sorted.token_id(i));
+                    set_bit(bitmask, id);
                 }
-                i += 1;
+                k += 1;
             }
         }
     }

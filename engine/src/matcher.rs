@@ -56,7 +56,8 @@ impl Matcher {
     /// Fills `bitmask` (`ceil(vocab_size / 32)` words or more; token `i` is bit `i % 32` of
     /// word `i / 32`) with the tokens allowed next: every ordinary token whose bytes
     /// continue the text, the special tokens the grammar names here, and the stop tokens
-    /// when the root can end. After a stop token, only stop tokens are set.
+    /// when the root can end. After a stop token, only stop tokens are set (accepting one
+    /// then changes nothing).
     pub fn fill_next_token_bitmask(&self, bitmask: &mut [u32]) -> Result<(), MatchError> {
         let vocab = &self.grammar.vocab;
         let need = bitmask_len(vocab.vocab_size());
@@ -86,6 +87,10 @@ impl Matcher {
             return Err(MatchError::TokenOutOfRange { id, vocab_size: vocab.vocab_size() });
         }
         if self.current.terminated {
+            // After the end, stop tokens stay allowed (and change nothing); nothing else is.
+            if vocab.stop_tokens().contains(&id) {
+                return Ok(self.current.clone());
+            }
             return Err(MatchError::Terminated);
         }
         let closure = self.close(&self.current.stacks)?;

@@ -180,3 +180,30 @@ fn ambiguous_grammar_stays_small() {
         assert!(m.num_stacks() <= 2, "{} stacks", m.num_stacks());
     }
 }
+
+#[test]
+fn mask_cache_changes_speed_never_answers() {
+    let v = vocab();
+    let grammar = nested_lists();
+    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    for _walk in 0..40 {
+        let (mut a, mut b) = (Matcher::new(cached.clone()), Matcher::new(plain.clone()));
+        for _step in 0..30 {
+            let (ma, mb) = (mask_of(&a), mask_of(&b));
+            assert_eq!(ma, mb);
+            assert_eq!(ma, accepted_one_by_one(&a));
+            if ma.is_empty() || a.is_terminated() {
+                break;
+            }
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let id = ma[(seed % ma.len() as u64) as usize];
+            a.accept_token(id).unwrap();
+            b.accept_token(id).unwrap();
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The adaptive token mask cache: for each PDA position, which tokens are decided by the
+//! position alone.
+//!
+//! Reading a token from position `(rule, state)` follows the rule's automaton byte by
+//! byte. If the automaton reads every byte, the token is *accepted* whatever the stack
+//! holds. If it refuses a byte and no state on the way (after the first byte) could call
+//! another rule or end the rule, no other path exists: the token is *rejected*, whatever
+//! the stack holds. Otherwise the answer depends on the stack (the token may finish the
+//! rule and continue in the caller, or enter a callee): the token is *context-dependent*
+//! and is checked at run time against the real stacks.
+//!
+//! The classification walks the sorted vocabulary with one automaton state per prefix
+//! length and skips every token that shares a refused prefix, so it costs about one table
+//! lookup per trie node visited. Entries are filled on first visit (`OnceLock`: never
+//! twice, safe from many threads) and shared by every matcher of the grammar. Accepted
+//! sets are stored as an id list or a bitset, whichever is smaller.
+
+use crate::automaton::Dfa;
+use crate::ids::StateId;
+use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
+
+/// The tokens an accepted set holds, in its smaller form.
+#[derive(Debug)]
+pub(crate) enum TokenList {
+    /// Sorted token ids.
+    Ids(Vec<u32>),
+    /// A bitmask over the vocabulary.
+    Bits(Vec<u32>),
+}
+
+impl TokenList {
+    /// ORs the set into `bitmask`.
+    pub(crate) fn apply(&self, bitmask: &mut [u32]) {
+        match self {
+            TokenList::Ids(ids) => ids.iter().for_each(|&id| set_bit(bitmask, id)),
+            TokenList::Bits(words) => {
+                for (w, &x) in bitmask.iter_mut().zip(words) {
+                    *w |= x;
+                }
+            }
+        }
+    }
+
+    /// Heap bytes used.
+    pub(crate) fn memory(&self) -> usize {
+        match self {
+            TokenList::Ids(v) | TokenList::Bits(v) => v.len() * 4,
+        }
+    }
+}
+
+/// The cached classification of one position.
+#[derive(Debug)]
+pub(crate) struct PositionMask {
+    /// Tokens accepted whatever the stack.
+    pub(crate) accepted: TokenList,
+    /// Positions in the sorted vocabulary of the context-dependent tokens, ascending.
+    pub(crate) dependent: Vec<u32>,
+}
+
+impl PositionMask {
+    /// Heap bytes used.
+    pub(crate) fn memory(&self) -> usize {
+        self.accepted.memory() + self.dependent.len() * 4
+    }
+}
+
+/// Whether the matcher could leave the automaton's path at `state`: by a call, or by
+/// ending the rule.
+#[inline]
+fn is_open(dfa: &Dfa, state: StateId) -> bool {
+    dfa.is_accepting(state) || !dfa.calls(state).is_empty()
+}
+
+/// Classifies every ordinary token at `(dfa, state)`.
+pub(crate) fn classify(dfa: &Dfa, state: StateId, vocab: &Vocabulary) -> PositionMask {
+    let sorted = vocab.sorted();
+    let n = sorted.len();
+    let mut accepted: Vec<u32> = Vec::new();
+    let mut dependent: Vec<u32> = Vec::new();
+    // levels[d] = (state after d bytes, whether a state after 1..=d bytes was open)
+    let mut levels: Vec<(StateId, bool)> = vec![(state, false)];
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    while i < n {
+        let bytes = sorted.bytes(i);
+        let shared = sorted.lcp(i).min(depth);
+        depth = shared;
+        let mut refused_at = None;
+        for (d, &b) in bytes.iter().enumerate().skip(shared) {
+            let (current, open) = levels[d];
+            match dfa.next(current, b) {
+                Some(next) => {
+                    let entry = (next, open || is_open(dfa, next));
+                    if levels.len() <= d + 1 {
+                        levels.push(entry);
+                    } else {
+                        levels[d + 1] = entry;
+                    }
+                    depth = d + 1;
+                }
+                None => {
+                    refused_at = Some((d, open));
+                    break;
+                }
+            }
+        }
+        match refused_at {
+            Some((d, open)) => {
+                let end = sorted.next_without_prefix(i, d + 1);
+                if open {
+                    dependent.extend(i as u32..end as u32);
+                }
+                i = end;
+            }
+            None => {
+                if !bytes.is_empty() {
+                    accepted.push(sorted.token_id(i));
+                }
+                i += 1;
+            }
+        }
+    }
+    let words = bitmask_len(vocab.vocab_size());
+    let accepted = if accepted.len() > words {
+        let mut bits = vec![0u32; words];
+        accepted.iter().for_each(|&id| set_bit(&mut bits, id));
+        TokenList::Bits(bits)
+    } else {
+        accepted.sort_unstable();
+        TokenList::Ids(accepted)
+    };
+    PositionMask { accepted, dependent }
+}
