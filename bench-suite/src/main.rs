@@ -1,0 +1,128 @@
+//! `grammask-bench`: measurements of grammask on real tokenizers.
+//!
+//! `grammask-bench steps --grammar G --vocab V --text FILE [--runs N] [--json]` tokenizes
+//! FILE with V's real tokenizer and walks the tokens through a matcher of G, timing every
+//! mask. The first run starts from a freshly compiled grammar (cold token mask cache);
+//! later runs reuse the compiled grammar (warm cache), as a server serving the same
+//! grammar would.
+
+use clap::{Parser, Subcommand};
+use grammask::{bitmask_len, get_bit, Compiler, GrammarFormat, Matcher, Vocabulary};
+use grammask_bench::stats::Summary;
+use grammask_bench::tokenize::TextTokenizer;
+use std::path::Path;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "grammask-bench", about = "Measurements of grammask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Per-step mask times while walking a document's tokens.
+    Steps {
+        /// Grammar file (.gbnf, .ebnf, .regex).
+        #[arg(long)]
+        grammar: String,
+        /// Vocabulary: o200k, cl100k, or a tokenizer.json path.
+        #[arg(long)]
+        vocab: String,
+        /// The document to walk.
+        #[arg(long)]
+        text: String,
+        /// Number of walks (the first is cold).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() {
+    let code = match Cli::parse().command {
+        Command::Steps { grammar, vocab, text, runs, json } => {
+            match steps(&grammar, &vocab, &text, runs.max(1), json) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("grammask-bench: {e}");
+                    1
+                }
+            }
+        }
+    };
+    std::process::exit(code);
+}
+
+fn steps(
+    grammar: &str,
+    vocab_spec: &str,
+    text: &str,
+    runs: usize,
+    json: bool,
+) -> Result<(), String> {
+    let source = std::fs::read_to_string(grammar).map_err(|e| format!("{grammar}: {e}"))?;
+    let format = GrammarFormat::from_path(Path::new(grammar))
+        .ok_or_else(|| format!("{grammar}: unknown extension"))?;
+    let parsed =
+        grammask::parse_grammar(&source, format, "root").map_err(|d| d.render(grammar, &source))?;
+    let document = std::fs::read_to_string(text).map_err(|e| format!("{text}: {e}"))?;
+    let vocab = Vocabulary::load(vocab_spec).map_err(|e| e.to_string())?;
+    let tokens = TextTokenizer::load(vocab_spec)?.encode(&document)?;
+    let compile_start = Instant::now();
+    let compiled =
+        Compiler::new(&vocab).compile_grammar(&parsed.grammar).map_err(|e| e.to_string())?;
+    let compile_us = compile_start.elapsed().as_secs_f64() * 1e6;
+    let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
+    let mut cold: Vec<f64> = Vec::new();
+    let mut warm: Vec<f64> = Vec::new();
+    let stop = vocab.stop_tokens().first().copied();
+    for run in 0..runs {
+        let mut matcher = Matcher::new(compiled.clone());
+        let walk = tokens.iter().copied().chain(stop);
+        for (step, id) in walk.enumerate() {
+            let t = Instant::now();
+            matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
+            let us = t.elapsed().as_secs_f64() * 1e6;
+            if run == 0 {
+                cold.push(us)
+            } else {
+                warm.push(us)
+            }
+            if !get_bit(&mask, id) {
+                return Err(format!("step {step}: token {id} is not in the mask"));
+            }
+            matcher.accept_token(id).map_err(|e| format!("step {step}: {e}"))?;
+        }
+    }
+    let (cold_s, warm_s) = (Summary::of(&cold), Summary::of(&warm));
+    if json {
+        let out = serde_json::json!({
+            "grammar": grammar, "vocab": vocab_spec, "tokens": tokens.len(),
+            "compile_us": compile_us.round(), "ttfm_us": (compile_us + cold[0]).round(),
+            "cold_mask_us": cold_s.to_json(), "warm_mask_us": warm_s.to_json(),
+            "mask_cache_bytes": compiled.mask_cache_memory(),
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "{grammar} on {vocab_spec}: {} tokens, {} automaton states",
+            tokens.len(),
+            compiled.num_states()
+        );
+        println!("compile {:.0} µs, first mask {:.0} µs", compile_us, cold[0]);
+        let show = |name: &str, s: &Summary| {
+            println!(
+                "{name}: mean {:.1} µs, p50 {:.1}, p99 {:.1}, max {:.1} ({} steps)",
+                s.mean, s.p50, s.p99, s.max, s.count
+            )
+        };
+        show("cold run", &cold_s);
+        show("warm runs", &warm_s);
+        println!("mask cache: {} KiB", compiled.mask_cache_memory() / 1024);
+    }
+    Ok(())
+}
