@@ -201,19 +201,20 @@ fn check_nesting(src: &str) -> Result<usize, Diagnostic> {
                 while i < bytes.len() && bytes[i] != close && bytes[i] != b'\n' {
                     i += if bytes[i] == b'\\' { 2 } else { 1 };
                 }
-                last = 1;
+                last = 0;
             }
             b'(' => {
                 if levels.len() > MAX_NESTING {
                     return Err(too_deep(i));
                 }
                 levels.push(0);
+                last = 0;
             }
             b')' => {
                 if levels.len() > 1 {
                     last = levels.pop().unwrap_or(0) + 1;
                 } else {
-                    last = 1;
+                    last = 0;
                 }
             }
             b'*' | b'+' | b'?' | b'{' => {
@@ -225,7 +226,7 @@ fn check_nesting(src: &str) -> Result<usize, Diagnostic> {
                 }
             }
             b' ' | b'\t' | b'\r' => {}
-            _ => last = 1,
+            _ => last = 0,
         }
         let depth = levels.len() - 1 + last;
         if depth > MAX_NESTING {
@@ -689,7 +690,8 @@ impl<'s> Lowerer<'s> {
             }
         }
         // Failing where the next rule starts means a parenthesis was left open.
-        if at >= next_rule && next_rule < self.src.len() {
+        if at >= next_rule && (next_rule < self.src.len() || positives.contains(&Rule::close_paren))
+        {
             if let Some(open) = unclosed_paren(&self.src[rule_start..next_rule]) {
                 let open = rule_start + open;
                 self.error(Span::new(open, open + 1), "unclosed `(`");
@@ -833,6 +835,7 @@ fn syntax_message(src: &str, at: usize, positives: &[Rule], negatives: &[Rule]) 
             | Rule::number => want("a repetition count"),
             Rule::rule_end | Rule::rule_next => want("newline or end of input"),
             Rule::token_id => want("a token id"),
+            Rule::token_close => want("`]>`"),
             Rule::item
             | Rule::sequence
             | Rule::sequence_top
