@@ -9,7 +9,7 @@ pub struct StateId(pub(crate) u32);
 
 impl StateId {
     /// The state at `index`.
-    pub(crate) fn new(index: usize) -> Self {
+    pub fn new(index: usize) -> Self {
         debug_assert!(index < u32::MAX as usize);
         StateId(index as u32)
     }

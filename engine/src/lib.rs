@@ -19,11 +19,11 @@ pub mod ids;
 mod mask;
 pub mod matcher;
 pub mod passes;
-mod stack;
+pub mod stack;
 mod token_cache;
 
 pub use compiler::{CompiledGrammar, Compiler, CompilerConfig, Limits};
 pub use error::{CompileError, MatchError};
 pub use ids::{StateId, TokenSetId};
 pub use matcher::{fill_next_token_bitmasks, Matcher};
-pub use stack::Position;
+pub use stack::{Position, Stack};

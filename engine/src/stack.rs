@@ -48,7 +48,7 @@ impl Drop for Frame {
 
 /// A pushdown stack: the current position and the return positions below it.
 #[derive(Clone, Debug)]
-pub(crate) struct Stack {
+pub struct Stack {
     pub(crate) top: Position,
     pub(crate) below: Option<Arc<Frame>>,
 }
@@ -62,12 +62,18 @@ fn mix(position: Position, below: u64) -> u64 {
 
 impl Stack {
     /// A stack holding only `top`.
-    pub(crate) fn root(top: Position) -> Stack {
+    pub fn root(top: Position) -> Stack {
         Stack { top, below: None }
     }
 
+    /// The current position.
+    #[inline]
+    pub fn top(&self) -> Position {
+        self.top
+    }
+
     /// Number of frames below the top.
-    pub(crate) fn depth(&self) -> u32 {
+    pub fn depth(&self) -> u32 {
         self.below.as_ref().map_or(0, |f| f.depth)
     }
 
@@ -77,12 +83,12 @@ impl Stack {
 
     /// The same stack with its top replaced.
     #[inline]
-    pub(crate) fn with_top(&self, top: Position) -> Stack {
+    pub fn with_top(&self, top: Position) -> Stack {
         Stack { top, below: self.below.clone() }
     }
 
     /// Calls into `callee`: the current top becomes the return position `return_to`.
-    pub(crate) fn push(&self, return_to: Position, callee: Position) -> Stack {
+    pub fn push(&self, return_to: Position, callee: Position) -> Stack {
         let below_hash = self.below_hash();
         let frame = Frame {
             position: return_to,
@@ -94,12 +100,12 @@ impl Stack {
     }
 
     /// Returns to the position below, or `None` at the bottom.
-    pub(crate) fn pop(&self) -> Option<Stack> {
+    pub fn pop(&self) -> Option<Stack> {
         self.below.as_ref().map(|f| Stack { top: f.position, below: f.below.clone() })
     }
 
     /// A hash of the whole stack (top and frames).
-    pub(crate) fn hash_value(&self) -> u64 {
+    pub fn hash_value(&self) -> u64 {
         mix(self.top, self.below_hash())
     }
 }
