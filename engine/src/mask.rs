@@ -50,13 +50,14 @@ pub(crate) fn fill(
             let token_set = &grammar.token_sets[set.index()];
             if token_set.negated {
                 for id in 0..vocab.len() as u32 {
-                    if vocab.token_bytes(id).is_some() && token_set_contains(grammar, set, id) {
+                    if vocab.kind(id).is_some() && token_set_contains(grammar, set, id) {
                         set_bit(bitmask, id);
                     }
                 }
             } else {
                 for &id in &token_set.ids {
-                    if (id as usize) < vocab.vocab_size() {
+                    // Padding ids (no token) are never allowed, even when named.
+                    if vocab.kind(id).is_some() {
                         set_bit(bitmask, id);
                     }
                 }

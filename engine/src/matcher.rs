@@ -98,8 +98,9 @@ impl Matcher {
             return Ok(Snapshot { stacks: self.current.stacks.clone(), terminated: true });
         }
         let mut next: Vec<Stack> = Vec::new();
-        // Tokens named by the grammar (`<[id]>`).
-        for config in &closure.configs {
+        // Tokens named by the grammar (`<[id]>`); padding ids never match.
+        let is_token = vocab.kind(id).is_some();
+        for config in closure.configs.iter().filter(|_| is_token) {
             let dfa = self.grammar.dfa(config.top);
             for &(set, target) in dfa.token_edges(config.top.state) {
                 if mask::token_set_contains(&self.grammar, set, id) {

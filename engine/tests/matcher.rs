@@ -207,3 +207,41 @@ fn mask_cache_changes_speed_never_answers() {
         }
     }
 }
+
+#[test]
+fn special_tokens_only_where_named_and_padding_never() {
+    use grammask_syntax::ir::TokenSet;
+    // ids: 0 "a", 1 "b", 2 <think> (special), 3 </s> (special, stop); 4..8 padding.
+    let v = Vocabulary::from_byte_tokens(
+        vec![b"a".to_vec(), b"b".to_vec(), b"<think>".to_vec(), b"</s>".to_vec()],
+        &[2, 3],
+        &[3],
+        Some(8),
+    )
+    .unwrap();
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    b.define(
+        root,
+        Expr::seq(vec![
+            Expr::Tokens(TokenSet { negated: false, ids: vec![2, 6] }),
+            Expr::literal("a"),
+            Expr::Tokens(TokenSet { negated: true, ids: vec![0] }),
+        ]),
+    );
+    let mut m = Matcher::new(compile(&b.finish(root).unwrap(), &v));
+    // The named special token, never the named padding id 6, never text "<think>" bytes.
+    assert_eq!(mask_of(&m), vec![2]);
+    assert_eq!(accepted_one_by_one(&m), vec![2]);
+    m.accept_token(2).unwrap();
+    assert_eq!(mask_of(&m), vec![0]);
+    m.accept_token(0).unwrap();
+    // Any token but id 0: "b", <think>, </s>; no padding.
+    assert_eq!(mask_of(&m), vec![1, 2, 3]);
+    assert_eq!(accepted_one_by_one(&m), vec![1, 2, 3]);
+    m.accept_token(3).unwrap();
+    assert!(!m.is_terminated());
+    assert_eq!(mask_of(&m), vec![3]);
+    m.accept_token(3).unwrap();
+    assert!(m.is_terminated());
+}
