@@ -289,7 +289,7 @@ fn ecma_to_regex_syntax(pattern: &str) -> Result<String, Diagnostic> {
                     let hi = parts.next();
                     !lo.is_empty()
                         && lo.chars().all(|c| c.is_ascii_digit())
-                        && hi.map_or(true, |h| h.chars().all(|c| c.is_ascii_digit()))
+                        && hi.is_none_or(|h| h.chars().all(|c| c.is_ascii_digit()))
                 });
                 match (is_quantifier, end) {
                     (true, Some(e)) => {

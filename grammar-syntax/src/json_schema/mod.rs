@@ -1,3 +1,353 @@
 //! JSON Schema → IR.
+//!
+//! [`json_schema_to_grammar`] converts a schema (draft 2020-12, with the forms of drafts
+//! 04 to 2019-09 and OpenAPI's `nullable`) into a [`Grammar`] whose root matches exactly
+//! the JSON texts valid under the schema, written with the whitespace the options allow
+//! and with object properties in a fixed order (see [`PropertyOrder`]). Whatever cannot
+//! be expressed exactly is refused with an error naming the keyword and its JSON pointer
+//! ([`Category::Unsupported`]), or, with [`JsonSchemaOptions::lenient`], left out with a
+//! warning. Nothing is skipped silently.
+//!
+//! How it works:
+//! - [`refs`] rewrites every `$ref` into a canonical document + JSON pointer, following
+//!   `$id` base URIs and `$anchor`s.
+//! - Each schema becomes one expression; a schema referred to by `$ref` becomes a rule of
+//!   its own, so recursive schemas become recursive rules (what the pushdown automaton is
+//!   for). Rules are compiled from a work list, so recursion depth is bounded by the
+//!   nesting of one schema, which [`JsonSchemaOptions::max_depth`] limits.
+//! - [`flat`] merges `allOf`, `$ref` with siblings and trivial conditionals into one
+//!   flat schema; `anyOf`/`oneOf` are distributed over the flat schema's other keywords.
+//! - `types` compiles a flat schema per JSON type, [`numbers`] builds exact digit-range
+//!   grammars for numeric bounds, `formats` the `format` grammars, and [`shared`] the
+//!   rules every schema shares (`ws`, `json-string`, `json-number`, `json-value`, ...).
+//!
+//! ```
+//! use grammask_syntax::json_schema::{parse_json_schema, JsonSchemaOptions};
+//! let schema = r#"{"type": "object", "properties": {"a": {"type": "integer", "minimum": 1}},
+//!                  "required": ["a"], "additionalProperties": false}"#;
+//! let converted = parse_json_schema(schema, &JsonSchemaOptions::default()).unwrap();
+//! let m = grammask_syntax::json_schema::matcher::ReferenceMatcher::new(&converted.grammar);
+//! assert!(m.matches(r#"{"a": 12}"#));
+//! assert!(!m.matches(r#"{"a": 0}"#));
+//! ```
+
+mod flat;
+mod formats;
 pub mod matcher;
 pub mod numbers;
+mod refs;
+pub mod shared;
+mod types;
+
+use crate::diagnostic::{Category, Diagnostic, Diagnostics};
+use crate::ir::{Expr, Grammar, GrammarBuilder, RuleId, Span};
+use serde_json::Value;
+use std::collections::HashMap;
+
+pub use shared::builtin_json_grammar;
+
+/// Most schemas merged into one flat schema (through `allOf`, `$ref`, branches).
+pub(crate) const MAX_MERGED_PARTS: usize = 4_096;
+/// Most alternatives one schema's `anyOf`/`oneOf` groups may distribute into.
+pub(crate) const MAX_BRANCHES: usize = 1_024;
+/// Most properties of one object in [`PropertyOrder::Any`] (a rule per subset).
+pub const MAX_ANY_ORDER_PROPERTIES: usize = 8;
+
+/// Which whitespace the grammar allows between JSON tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whitespace {
+    /// None at all: `{"a":1}`.
+    Compact,
+    /// At each place between tokens: at most one line break (`\n` or `\r\n`) followed by
+    /// at most `max_run` spaces or tabs. Accepts compact JSON, `json.dumps` style
+    /// (`{"a": 1}`) and pretty printing indented up to `max_run` columns; a model cannot
+    /// emit runs of blank lines.
+    Flexible {
+        /// Most spaces/tabs after the optional line break.
+        max_run: u32,
+    },
+    /// Any run of JSON whitespace (`[ \t\n\r]*`).
+    Any,
+}
+
+impl Default for Whitespace {
+    fn default() -> Self {
+        Whitespace::Flexible { max_run: 32 }
+    }
+}
+
+/// Whether `format` is enforced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FormatMode {
+    /// Known formats (date-time, date, time, duration, email, hostname, ipv4, ipv6,
+    /// uuid, uri, uri-reference) are enforced; unknown ones are annotations (a warning).
+    #[default]
+    Assert,
+    /// Every format is an annotation (the specification's default).
+    Annotation,
+}
+
+/// The order of properties in generated objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PropertyOrder {
+    /// Properties in the order of `properties`, then those only in `required`, merged
+    /// left to right through `allOf`/`$ref`; additional and pattern properties after them.
+    #[default]
+    Schema,
+    /// Properties in any order, each at most once; refused (or, with `lenient`, in
+    /// schema order) above [`MAX_ANY_ORDER_PROPERTIES`] properties in one object.
+    Any,
+}
+
+/// Options of the converter.
+#[derive(Clone, Debug)]
+pub struct JsonSchemaOptions {
+    /// Whitespace between tokens.
+    pub whitespace: Whitespace,
+    /// Treat a missing `additionalProperties` as `false` (like providers' strict modes).
+    pub strict: bool,
+    /// Turn unsupported keywords into warnings instead of errors.
+    pub lenient: bool,
+    /// Whether `format` is enforced.
+    pub format: FormatMode,
+    /// Order of object properties.
+    pub property_order: PropertyOrder,
+    /// Deepest nesting of schemas accepted (reported as `Limit("schema_depth")`).
+    pub max_depth: usize,
+    /// Documents that remote `$ref`s may point to, by absolute URI.
+    pub remote_documents: Vec<(String, Value)>,
+}
+
+impl Default for JsonSchemaOptions {
+    fn default() -> Self {
+        JsonSchemaOptions {
+            whitespace: Whitespace::default(),
+            strict: false,
+            lenient: false,
+            format: FormatMode::Assert,
+            property_order: PropertyOrder::Schema,
+            max_depth: 128,
+            remote_documents: Vec::new(),
+        }
+    }
+}
+
+/// A converted schema: the grammar and the warnings (unknown formats, and with
+/// `lenient`, what was left out).
+#[derive(Clone, Debug)]
+pub struct Converted {
+    /// The grammar; its root matches the valid JSON texts.
+    pub grammar: Grammar,
+    /// Warnings, each with the JSON pointer of its keyword.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// A subschema: the value and its JSON pointer (for diagnostics and rule names).
+#[derive(Clone, Debug)]
+pub(crate) struct Sub<'a> {
+    pub v: &'a Value,
+    pub ptr: String,
+}
+
+/// The error reported when schemas nest deeper than the limit.
+pub(crate) fn limit_error(ptr: &str, max: usize) -> Diagnostic {
+    Diagnostic::at_pointer(ptr.to_string(), format!("schemas nest deeper than {max} levels"))
+        .with_category(Category::Limit("schema_depth"))
+}
+
+/// Parses `text` as JSON and converts it; text that is not JSON is an error with its
+/// line:col span.
+pub fn parse_json_schema(text: &str, opts: &JsonSchemaOptions) -> Result<Converted, Diagnostics> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let offset = offset_of(text, e.line(), e.column());
+        Diagnostics::one(Diagnostic::error(
+            Span::new(offset, offset),
+            format!("the schema is not valid JSON: {e}"),
+        ))
+    })?;
+    json_schema_to_grammar(&value, opts)
+}
+
+/// The byte offset of a 1-based line and column (serde_json counts columns in bytes).
+fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let mut offset = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            let mut at = (offset + column.saturating_sub(1)).min(text.len());
+            while at > 0 && !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            return at;
+        }
+        offset += l.len();
+    }
+    text.len()
+}
+
+/// Converts a schema into a grammar.
+pub fn json_schema_to_grammar(
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+) -> Result<Converted, Diagnostics> {
+    let mut warnings = Vec::new();
+    if let Some(Value::String(s)) = schema.get("$schema") {
+        if !s.contains("json-schema.org") {
+            let d = Diagnostic::at_pointer(
+                "/$schema",
+                format!("custom meta-schema `{s}` (its vocabularies are not known)"),
+            )
+            .with_category(Category::Unsupported);
+            if !opts.lenient {
+                return Err(Diagnostics::one(d));
+            }
+            warnings.push(d.into_warning());
+        }
+    }
+    let (docs, ref_errors) = refs::canonicalize(schema, opts).map_err(Diagnostics::one)?;
+    let legacy_refs = match schema.get("$schema").and_then(Value::as_str) {
+        Some(s) => ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)),
+        None => false,
+    };
+    let mut conv = Converter {
+        opts,
+        b: GrammarBuilder::new(),
+        warnings,
+        docs: &docs,
+        ref_errors: &ref_errors,
+        ref_rules: HashMap::new(),
+        pending: Vec::new(),
+        shared: HashMap::new(),
+        legacy_refs,
+        branches: 0,
+    };
+    let root = conv.b.declare("root");
+    let result = conv.run(root);
+    let Converter { b, warnings, .. } = conv;
+    match result {
+        Ok(()) => {
+            let grammar = b.finish(root).map_err(|u| {
+                Diagnostics::one(Diagnostic::global(format!("internal: rule `{}` undefined", u.0)))
+            })?;
+            Ok(Converted { grammar, warnings })
+        }
+        Err(e) => {
+            let mut all = warnings;
+            all.push(e);
+            Err(Diagnostics(all))
+        }
+    }
+}
+
+/// The conversion state.
+pub(crate) struct Converter<'a> {
+    pub(crate) opts: &'a JsonSchemaOptions,
+    pub(crate) b: GrammarBuilder,
+    pub(crate) warnings: Vec<Diagnostic>,
+    pub(crate) docs: &'a [Value],
+    pub(crate) ref_errors: &'a [Diagnostic],
+    ref_rules: HashMap<String, RuleId>,
+    pending: Vec<(Sub<'a>, RuleId)>,
+    pub(crate) shared: HashMap<&'static str, RuleId>,
+    pub(crate) legacy_refs: bool,
+    /// Alternatives created by distributing `anyOf`/`oneOf` so far.
+    pub(crate) branches: usize,
+}
+
+impl<'a> Converter<'a> {
+    fn run(&mut self, root: RuleId) -> Result<(), Diagnostic> {
+        let docs: &'a [Value] = self.docs;
+        let sub = Sub { v: &docs[0], ptr: String::new() };
+        let body = self.compile_sub(&sub, 0)?;
+        self.b.define(root, body);
+        while let Some((sub, id)) = self.pending.pop() {
+            self.branches = 0;
+            let body = self.compile_sub(&sub, 0)?;
+            self.b.define(id, body);
+        }
+        Ok(())
+    }
+
+    /// The rule of a `$ref` target, declared on first use and compiled from the work list.
+    pub(crate) fn ref_rule(&mut self, r: &str, ptr: &str) -> Result<RuleId, Diagnostic> {
+        if let Some(&id) = self.ref_rules.get(r) {
+            return Ok(id);
+        }
+        let target = self.target(r, ptr)?;
+        let name = self.b.fresh_name(&rule_name(&target.ptr));
+        let id = self.b.declare(&name);
+        self.ref_rules.insert(r.to_string(), id);
+        self.pending.push((target, id));
+        Ok(id)
+    }
+
+    /// The expression of one subschema.
+    pub(crate) fn compile_sub(&mut self, sub: &Sub<'a>, depth: usize) -> Result<Expr, Diagnostic> {
+        if depth > self.opts.max_depth {
+            return Err(limit_error(&sub.ptr, self.opts.max_depth));
+        }
+        match sub.v {
+            Value::Bool(true) => return Ok(self.json_value()),
+            Value::Bool(false) => return Ok(crate::regex::never()),
+            Value::Object(obj) => {
+                if let Some(Value::String(r)) = obj.get("$ref") {
+                    let only_ref = self.legacy_refs
+                        || obj.keys().all(|k| k == "$ref" || flat::is_annotation(k));
+                    if only_ref {
+                        return Ok(Expr::Rule(self.ref_rule(r, &sub.ptr)?));
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut f = flat::Flat::new(&sub.ptr);
+        self.merge(&mut f, sub, depth, &mut Vec::new(), true)?;
+        self.compile_flat(f, depth)
+    }
+
+    /// The expression of the conjunction of `parts` (any value when there are none).
+    pub(crate) fn compile_parts(
+        &mut self,
+        parts: &[Sub<'a>],
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Expr, Diagnostic> {
+        match parts {
+            [] => Ok(self.json_value()),
+            [one] => self.compile_sub(one, depth + 1),
+            _ => {
+                let mut f = flat::Flat::new(ptr);
+                for p in parts {
+                    self.merge(&mut f, p, depth + 1, &mut Vec::new(), false)?;
+                }
+                self.compile_flat(f, depth + 1)
+            }
+        }
+    }
+}
+
+/// A rule name for the schema at `ptr`: its last pointer tokens, as GBNF allows.
+fn rule_name(ptr: &str) -> String {
+    let tokens: Vec<&str> = ptr.split('/').filter(|t| !t.is_empty()).collect();
+    let tail = &tokens[tokens.len().saturating_sub(2)..];
+    let mut name = String::new();
+    for t in tail {
+        for c in t.chars() {
+            if c.is_ascii_alphanumeric() {
+                name.push(c.to_ascii_lowercase());
+            } else if !name.ends_with('-') {
+                name.push('-');
+            }
+        }
+        if !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    let name = name.trim_matches('-');
+    if name.is_empty() {
+        "schema".to_string()
+    } else if name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("s-{name}")
+    } else {
+        name.to_string()
+    }
+}

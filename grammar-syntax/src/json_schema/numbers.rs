@@ -289,14 +289,14 @@ fn fraction(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, nonempty: bool
     let min = u32::from(nonempty);
     match (lo, hi) {
         (None, None) => return Some(any_digits(min, None)),
-        (_, Some((h, ex))) if h.is_empty() => {
+        (_, Some((&[], ex))) => {
             // f <= 0: only zeros, and only when zero itself is allowed.
             if ex || lo.is_some() {
                 return None;
             }
             return Some(Expr::repeat(Expr::literal("0"), min, None));
         }
-        (Some((l, true)), None) if l.is_empty() => {
+        (Some((&[], true)), None) => {
             // f > 0: some digit is not zero.
             return Some(cat(vec![
                 any_digits(0, None),
@@ -490,7 +490,7 @@ fn signed_range(lo: Option<&Bound>, hi: Option<&Bound>, integer: bool) -> Option
     let zero = Decimal { negative: false, int: "0".into(), frac: String::new() };
     let mut alts = Vec::new();
     // Non-negative side, written without a sign.
-    let pos_possible = hi.is_none_or(|h| !h.value.negative && !(h.value.is_zero() && h.exclusive));
+    let pos_possible = hi.is_none_or(|h| !(h.value.negative || h.value.is_zero() && h.exclusive));
     if pos_possible {
         let lo_m = match lo {
             Some(l) if !l.value.negative => l.clone(),

@@ -1,0 +1,327 @@
+//! `$ref` resolution: every `$ref` of the document (and of the remote documents given in
+//! the options) is rewritten, before conversion, into a canonical reference to a document
+//! and a JSON pointer, following `$id`/`id` base URIs and `$anchor`s. Conversion then
+//! never needs a base URI, so subschemas can be merged and moved freely.
+
+use super::{limit_error, JsonSchemaOptions};
+use crate::diagnostic::{Category, Diagnostic};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// The scheme of rewritten references: `grammask-doc:INDEX#POINTER`.
+const CANONICAL: &str = "grammask-doc:";
+
+/// The base URI of a document that declares none.
+const DEFAULT_BASE: &str = "urn:grammask:schema";
+
+/// Escapes one JSON pointer token.
+pub(crate) fn escape_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// A `$ref` found while walking, to be rewritten.
+struct RefSite {
+    doc: usize,
+    ptr: String,
+    base: String,
+    target: String,
+}
+
+#[derive(Default)]
+struct Registry {
+    resources: HashMap<String, (usize, String)>,
+    anchors: HashMap<String, (usize, String)>,
+    refs: Vec<RefSite>,
+}
+
+/// The scheme of a `$ref` that could not be resolved: `grammask-error:INDEX` into the
+/// errors returned by [`canonicalize`], reported when the reference is used.
+const UNRESOLVED: &str = "grammask-error:";
+
+/// The documents with every `$ref` rewritten (index 0 is the schema, then the remotes),
+/// and the errors of the references that could not be resolved.
+pub(crate) fn canonicalize(
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+) -> Result<(Vec<Value>, Vec<Diagnostic>), Diagnostic> {
+    let mut docs = vec![schema.clone()];
+    let mut bases = vec![DEFAULT_BASE.to_string()];
+    for (uri, doc) in &opts.remote_documents {
+        docs.push(doc.clone());
+        bases.push(strip_fragment(uri).to_string());
+    }
+    for doc in &mut docs {
+        let old = doc.get("$schema").and_then(Value::as_str).is_some_and(is_old_draft);
+        if old {
+            rename_new_keywords(doc, 0, opts.max_depth);
+        }
+    }
+    let mut reg = Registry::default();
+    for (i, doc) in docs.iter().enumerate() {
+        reg.resources.insert(bases[i].clone(), (i, String::new()));
+        walk(&mut reg, i, doc, String::new(), &bases[i], 0, opts.max_depth)?;
+    }
+    let mut errors = Vec::new();
+    for site in std::mem::take(&mut reg.refs) {
+        let canonical = match resolve(&reg, &docs, &site) {
+            Ok((doc, ptr)) => format!("{CANONICAL}{doc}#{ptr}"),
+            Err(e) => {
+                errors.push(e);
+                format!("{UNRESOLVED}{}", errors.len() - 1)
+            }
+        };
+        if let Some(Value::Object(obj)) = docs[site.doc].pointer_mut(&site.ptr) {
+            obj.insert("$ref".to_string(), Value::String(canonical));
+        }
+    }
+    Ok((docs, errors))
+}
+
+/// Whether a `$schema` URI names a draft before 2020-12.
+pub(crate) fn is_old_draft(s: &str) -> bool {
+    ["draft-03", "draft-04", "draft-06", "draft-07", "2019-09"].iter().any(|d| s.contains(d))
+}
+
+/// In a document of an older draft, `prefixItems` is not a keyword: renamed so that it is
+/// reported as unknown rather than applied.
+fn rename_new_keywords(v: &mut Value, depth: usize, max_depth: usize) {
+    if depth > max_depth {
+        return;
+    }
+    match v {
+        Value::Object(obj) => {
+            if let Some(p) = obj.remove("prefixItems") {
+                obj.insert("prefixItems (not a keyword of this draft)".to_string(), p);
+            }
+            for (k, child) in obj.iter_mut() {
+                if !matches!(k.as_str(), "const" | "enum" | "examples" | "default") {
+                    rename_new_keywords(child, depth + 1, max_depth);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for child in items {
+                rename_new_keywords(child, depth + 1, max_depth);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The index of the resolution error of an unresolved reference.
+pub(crate) fn parse_unresolved(r: &str) -> Option<usize> {
+    r.strip_prefix(UNRESOLVED)?.parse().ok()
+}
+
+/// The document index and pointer of a canonical reference.
+pub(crate) fn parse_canonical(r: &str) -> Option<(usize, &str)> {
+    let rest = r.strip_prefix(CANONICAL)?;
+    let (doc, ptr) = rest.split_once('#')?;
+    Some((doc.parse().ok()?, ptr))
+}
+
+fn walk(
+    reg: &mut Registry,
+    doc: usize,
+    v: &Value,
+    ptr: String,
+    base: &str,
+    depth: usize,
+    max_depth: usize,
+) -> Result<(), Diagnostic> {
+    if depth > max_depth {
+        return Err(limit_error(&ptr, max_depth));
+    }
+    let Value::Object(obj) = v else { return Ok(()) };
+    let mut base = base.to_string();
+    for key in ["$id", "id"] {
+        let Some(Value::String(id)) = obj.get(key) else { continue };
+        if key == "id" && obj.contains_key("$id") {
+            continue;
+        }
+        if let Some(anchor) = id.strip_prefix('#') {
+            if !anchor.is_empty() && !anchor.starts_with('/') {
+                reg.anchors.insert(format!("{base}#{anchor}"), (doc, ptr.clone()));
+            }
+            continue;
+        }
+        base = strip_fragment(&join(&base, id)).to_string();
+        reg.resources.insert(base.clone(), (doc, ptr.clone()));
+    }
+    for key in ["$anchor", "$dynamicAnchor"] {
+        if let Some(Value::String(a)) = obj.get(key) {
+            reg.anchors.entry(format!("{base}#{a}")).or_insert((doc, ptr.clone()));
+        }
+    }
+    if let Some(Value::String(r)) = obj.get("$ref") {
+        reg.refs.push(RefSite { doc, ptr: ptr.clone(), base: base.clone(), target: r.clone() });
+    }
+    for (key, child) in obj {
+        let child_ptr = format!("{ptr}/{}", escape_token(key));
+        match key.as_str() {
+            "const" | "enum" | "examples" | "default" | "example" => {}
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+            | "dependencies" => {
+                if let Value::Object(map) = child {
+                    for (name, s) in map {
+                        let p = format!("{child_ptr}/{}", escape_token(name));
+                        walk(reg, doc, s, p, &base, depth + 1, max_depth)?;
+                    }
+                }
+            }
+            _ => match child {
+                Value::Array(items) => {
+                    for (i, s) in items.iter().enumerate() {
+                        walk(reg, doc, s, format!("{child_ptr}/{i}"), &base, depth + 1, max_depth)?;
+                    }
+                }
+                Value::Object(_) => walk(reg, doc, child, child_ptr, &base, depth + 1, max_depth)?,
+                _ => {}
+            },
+        }
+    }
+    Ok(())
+}
+
+fn resolve(reg: &Registry, docs: &[Value], site: &RefSite) -> Result<(usize, String), Diagnostic> {
+    let at = format!("{}/$ref", site.ptr);
+    let absolute = join(&site.base, &site.target);
+    let (uri, fragment) = match absolute.split_once('#') {
+        Some((u, f)) => (u.to_string(), percent_decode(f)),
+        None => (absolute.clone(), String::new()),
+    };
+    let found = if fragment.is_empty() || fragment.starts_with('/') {
+        reg.resources.get(&uri).map(|(d, p)| (*d, format!("{p}{fragment}")))
+    } else {
+        reg.anchors.get(&format!("{uri}#{fragment}")).cloned()
+    };
+    let Some((doc, ptr)) = found else {
+        let remote =
+            uri.starts_with("http:") || uri.starts_with("https:") || uri.starts_with("file:");
+        let (category, what) = if remote && !reg.resources.contains_key(&uri) {
+            (Category::Unsupported, "refers to a remote document that was not provided")
+        } else {
+            (Category::Invalid, "cannot be resolved")
+        };
+        return Err(Diagnostic::at_pointer(at, format!("$ref `{}` {what}", site.target))
+            .with_category(category));
+    };
+    if docs[doc].pointer(&ptr).is_none() {
+        return Err(Diagnostic::at_pointer(
+            at,
+            format!("$ref `{}` points to nothing in the document", site.target),
+        ));
+    }
+    Ok((doc, ptr))
+}
+
+fn strip_fragment(uri: &str) -> &str {
+    uri.split_once('#').map_or(uri, |(u, _)| u)
+}
+
+fn has_scheme(s: &str) -> bool {
+    let Some(colon) = s.find(':') else { return false };
+    let scheme = &s[..colon];
+    !scheme.is_empty()
+        && scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+}
+
+/// Resolves `reference` against `base` (RFC 3986, enough for schema identifiers).
+fn join(base: &str, reference: &str) -> String {
+    if has_scheme(reference) {
+        return reference.to_string();
+    }
+    let base = strip_fragment(base);
+    if reference.is_empty() {
+        return base.to_string();
+    }
+    if reference.starts_with('#') {
+        return format!("{base}{reference}");
+    }
+    let scheme_end = base.find(':').map_or(0, |i| i + 1);
+    if reference.starts_with("//") {
+        return format!("{}{reference}", &base[..scheme_end]);
+    }
+    let after_scheme = &base[scheme_end..];
+    let authority_end = if let Some(rest) = after_scheme.strip_prefix("//") {
+        scheme_end + 2 + rest.find('/').unwrap_or(rest.len())
+    } else {
+        scheme_end
+    };
+    let path_base = base.split(['?']).next().unwrap_or(base);
+    let merged = if reference.starts_with('/') {
+        format!("{}{reference}", &base[..authority_end])
+    } else {
+        let dir_end = path_base.rfind('/').map_or(authority_end, |i| (i + 1).max(authority_end));
+        let mut dir = path_base[..dir_end].to_string();
+        if dir.len() == authority_end && authority_end > scheme_end {
+            dir.push('/');
+        }
+        format!("{dir}{reference}")
+    };
+    remove_dot_segments(&merged, authority_end.min(merged.len()))
+}
+
+fn remove_dot_segments(uri: &str, path_start: usize) -> String {
+    let (head, path) = uri.split_at(path_start);
+    let (path, tail) = match path.find(['?', '#']) {
+        Some(i) => path.split_at(i),
+        None => (path, ""),
+    };
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').collect();
+    for (i, seg) in segments.iter().enumerate() {
+        match *seg {
+            "." => {
+                if i == segments.len() - 1 {
+                    out.push("");
+                }
+            }
+            ".." => {
+                if out.len() > 1 {
+                    out.pop();
+                }
+                if i == segments.len() - 1 {
+                    out.push("");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    format!("{head}{}{tail}", out.join("/"))
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_uris() {
+        assert_eq!(join("http://x.com/a/b.json", "c.json"), "http://x.com/a/c.json");
+        assert_eq!(join("http://x.com/a/b.json", "/c.json"), "http://x.com/c.json");
+        assert_eq!(join("http://x.com/a/b.json", "../c.json"), "http://x.com/c.json");
+        assert_eq!(join("http://x.com/a/b.json", "#foo"), "http://x.com/a/b.json#foo");
+        assert_eq!(join("http://x.com", "c.json"), "http://x.com/c.json");
+        assert_eq!(join("urn:x:y", "#/a"), "urn:x:y#/a");
+    }
+}

@@ -1,0 +1,1250 @@
+//! Compiling a flat schema: `anyOf`/`oneOf` distribution, `not`, `enum`/`const`, then
+//! one alternative per JSON type the schema allows (null, boolean, string, number,
+//! object, array), each built from the keywords of its type.
+
+use super::flat::{json_equal, types, Flat};
+use super::numbers::{self, Decimal};
+use super::shared::SharedRule;
+use super::{Converter, FormatMode, Sub, MAX_BRANCHES};
+use crate::diagnostic::{Category, Diagnostic};
+use crate::ir::{CharClass, Expr};
+use crate::regex::{
+    encode_class, encode_literal, is_never, json_any_char, never, regex_to_ir, CharEncoding,
+    RegexOptions,
+};
+use serde_json::Value;
+
+fn choice_or_never(alts: Vec<Expr>) -> Expr {
+    let alts: Vec<Expr> = alts.into_iter().filter(|a| !is_never(a)).collect();
+    if alts.is_empty() {
+        never()
+    } else {
+        Expr::choice(alts)
+    }
+}
+
+fn quoted(content: Expr) -> Expr {
+    Expr::seq(vec![Expr::literal("\""), content, Expr::literal("\"")])
+}
+
+fn count32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The type bit of a JSON value.
+fn value_type(v: &Value) -> u8 {
+    match v {
+        Value::Null => types::NULL,
+        Value::Bool(_) => types::BOOLEAN,
+        Value::Object(_) => types::OBJECT,
+        Value::Array(_) => types::ARRAY,
+        Value::String(_) => types::STRING,
+        Value::Number(n) => match Decimal::from_number(n) {
+            Some(d) if d.is_integer() => types::INTEGER,
+            _ => types::FRACTIONAL,
+        },
+    }
+}
+
+/// A JSON string whose decoded value is none of `names` (written canonically).
+fn string_excluding(names: &[&str]) -> Expr {
+    let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+    let refs: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
+    quoted(excluding(&refs))
+}
+
+/// String contents (canonical escapes) other than the given char sequences.
+fn excluding(names: &[&[char]]) -> Expr {
+    let mut alts = Vec::new();
+    if !names.iter().any(|n| n.is_empty()) {
+        alts.push(Expr::Empty);
+    }
+    let mut firsts: Vec<char> = names.iter().filter_map(|n| n.first().copied()).collect();
+    firsts.sort();
+    firsts.dedup();
+    let others = CharClass::new(true, firsts.iter().map(|&c| (c, c)));
+    let deviate = encode_class(&others, CharEncoding::JsonString);
+    if !is_never(&deviate) {
+        alts.push(Expr::seq(vec![deviate, Expr::star(json_any_char())]));
+    }
+    for c in firsts {
+        let rest: Vec<&[char]> =
+            names.iter().filter(|n| n.first() == Some(&c)).map(|n| &n[1..]).collect();
+        alts.push(Expr::seq(vec![
+            encode_literal(&c.to_string(), CharEncoding::JsonString),
+            excluding(&rest),
+        ]));
+    }
+    choice_or_never(alts)
+}
+
+impl<'a> Converter<'a> {
+    /// The expression of a flat schema.
+    pub(crate) fn compile_flat(
+        &mut self,
+        mut f: Flat<'a>,
+        depth: usize,
+    ) -> Result<Expr, Diagnostic> {
+        if depth > self.opts.max_depth {
+            return Err(super::limit_error(&f.ptr, self.opts.max_depth));
+        }
+        if f.never {
+            return Ok(never());
+        }
+        if !f.groups.is_empty() {
+            let group = f.groups.remove(0);
+            if !group.exclusive
+                && (f.unevaluated_properties.is_some() || f.unevaluated_items.is_some())
+            {
+                // Every matching branch of an anyOf evaluates properties, not just one.
+                self.unsupported(
+                    group.ptr.clone(),
+                    "anyOf together with unevaluatedProperties/unevaluatedItems".into(),
+                )?;
+            }
+            let mut flats = Vec::new();
+            for b in &group.branches {
+                self.branches += 1;
+                if self.branches > MAX_BRANCHES {
+                    return Err(Diagnostic::at_pointer(
+                        group.ptr.clone(),
+                        format!(
+                            "anyOf/oneOf distribute into more than {MAX_BRANCHES} alternatives"
+                        ),
+                    )
+                    .with_category(Category::Limit("schema_branches")));
+                }
+                let mut g = f.clone();
+                self.merge(&mut g, b, depth + 1, &mut Vec::new(), false)?;
+                flats.push(g);
+            }
+            if group.exclusive && !self.pairwise_disjoint(&flats) {
+                self.unsupported(
+                    group.ptr.clone(),
+                    "oneOf whose branches may overlap (not provably disjoint by type, const/enum or a discriminating property)".into(),
+                )?;
+            }
+            let mut alts = Vec::new();
+            for g in flats {
+                alts.push(self.compile_flat(g, depth + 1)?);
+            }
+            return Ok(choice_or_never(alts));
+        }
+        let mut nots = std::mem::take(&mut f.nots);
+        while let Some(n) = nots.pop() {
+            match n.v {
+                Value::Bool(true) => return Ok(never()),
+                Value::Bool(false) => continue,
+                _ => {}
+            }
+            let mut nf = Flat::new(&n.ptr);
+            self.merge(&mut nf, &n, depth + 1, &mut Vec::new(), false)?;
+            if nf.never {
+                continue;
+            }
+            let only_groups = nf.groups.len() == 1 && !nf.groups[0].exclusive && {
+                let mut t = nf.clone();
+                t.groups.clear();
+                t.is_type_only() && t.types == types::ALL
+            };
+            if only_groups {
+                nots.extend(nf.groups[0].branches.iter().cloned());
+                continue;
+            }
+            let values = nf.values.take();
+            if nf.is_type_only() {
+                match values {
+                    None => f.types &= !nf.types,
+                    Some(vs) => {
+                        let t = nf.types;
+                        f.excluded.extend(vs.into_iter().filter(|v| value_type(v) & t != 0));
+                    }
+                }
+                continue;
+            }
+            self.unsupported(n.ptr.clone(), "`not` of this schema is not expressible".into())?;
+        }
+        self.expand_dependencies(&mut f, depth)?;
+        let body = match f.values.clone() {
+            Some(values) => {
+                let mut alts = Vec::new();
+                for v in values {
+                    if f.excluded.iter().any(|x| json_equal(x, v)) || value_type(v) & f.types == 0 {
+                        continue;
+                    }
+                    match self.check_value(&f, v, depth)? {
+                        Some(true) => alts.push(self.literal(v)),
+                        Some(false) => {}
+                        None => {
+                            self.unsupported(
+                                f.ptr.clone(),
+                                "enum/const together with keywords that cannot be checked on its values".into(),
+                            )?;
+                            alts.push(self.literal(v));
+                        }
+                    }
+                }
+                choice_or_never(alts)
+            }
+            None => self.by_type(&f, depth)?,
+        };
+        if f.nullable && !is_never(&body) {
+            return Ok(Expr::choice(vec![body, Expr::literal("null")]));
+        }
+        if f.nullable {
+            return Ok(Expr::literal("null"));
+        }
+        Ok(body)
+    }
+
+    fn by_type(&mut self, f: &Flat<'a>, depth: usize) -> Result<Expr, Diagnostic> {
+        let t = f.types;
+        let excluded_of =
+            |bits: u8| f.excluded.iter().filter(|v| value_type(v) & bits != 0).count();
+        let mut alts = Vec::new();
+        if t & types::NULL != 0 && excluded_of(types::NULL) == 0 {
+            alts.push(Expr::literal("null"));
+        }
+        if t & types::BOOLEAN != 0 {
+            for (b, text) in [(true, "true"), (false, "false")] {
+                if !f.excluded.iter().any(|v| v == &&Value::Bool(b)) {
+                    alts.push(Expr::literal(text));
+                }
+            }
+        }
+        if t & types::STRING != 0 {
+            alts.push(self.string(f)?);
+        }
+        if t & types::NUMBER != 0 {
+            if excluded_of(types::NUMBER) > 0 {
+                self.unsupported(f.ptr.clone(), "`not` of a number value".into())?;
+            }
+            alts.push(self.number(f)?);
+        }
+        if t & types::OBJECT != 0 {
+            if excluded_of(types::OBJECT) > 0 {
+                self.unsupported(f.ptr.clone(), "`not` of an object value".into())?;
+            }
+            alts.push(self.object(f, depth)?);
+        }
+        if t & types::ARRAY != 0 {
+            if excluded_of(types::ARRAY) > 0 {
+                self.unsupported(f.ptr.clone(), "`not` of an array value".into())?;
+            }
+            alts.push(self.array(f, depth)?);
+        }
+        Ok(choice_or_never(alts))
+    }
+
+    /// `dependentRequired`/`dependentSchemas` are folded in when their property is
+    /// required; otherwise they must be trivially satisfied.
+    fn expand_dependencies(&mut self, f: &mut Flat<'a>, depth: usize) -> Result<(), Diagnostic> {
+        if f.types & types::OBJECT == 0 {
+            return Ok(());
+        }
+        loop {
+            let mut changed = false;
+            for (name, deps, _) in f.dependent_required.clone() {
+                if f.required.contains(&name) {
+                    for d in deps {
+                        if !f.required.contains(&d) {
+                            f.required.push(d);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            let schemas = std::mem::take(&mut f.dependent_schemas);
+            for (name, s) in schemas {
+                if f.required.contains(&name) {
+                    self.merge(f, &s, depth + 1, &mut Vec::new(), false)?;
+                    changed = true;
+                } else if s.v != &Value::Bool(true) {
+                    f.dependent_schemas.push((name, s));
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let pending: Vec<(String, String)> = f
+            .dependent_required
+            .iter()
+            .filter(|(name, deps, _)| {
+                !f.required.contains(name) && deps.iter().any(|d| !f.required.contains(d))
+            })
+            .map(|(_, _, p)| (p.clone(), "dependentRequired".to_string()))
+            .chain(
+                f.dependent_schemas
+                    .iter()
+                    .map(|(_, s)| (s.ptr.clone(), "dependentSchemas".to_string())),
+            )
+            .collect();
+        for (ptr, kw) in pending {
+            self.unsupported(ptr, format!("`{kw}` on an optional property is not expressible"))?;
+        }
+        f.dependent_required.clear();
+        f.dependent_schemas.clear();
+        Ok(())
+    }
+
+    /// Whether the branches of a `oneOf` are provably pairwise disjoint.
+    fn pairwise_disjoint(&mut self, flats: &[Flat<'a>]) -> bool {
+        for (i, a) in flats.iter().enumerate() {
+            for b in &flats[i + 1..] {
+                if !self.disjoint(a, b) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn disjoint(&mut self, a: &Flat<'a>, b: &Flat<'a>) -> bool {
+        if a.never || b.never {
+            return true;
+        }
+        let ta = effective_types(a);
+        let tb = effective_types(b);
+        if ta & tb == 0 {
+            return true;
+        }
+        for (x, y) in [(a, b), (b, a)] {
+            if let Some(vs) = &x.values {
+                let all_fail =
+                    vs.iter().all(|v| matches!(self.check_value(y, v, 0), Ok(Some(false))));
+                if all_fail {
+                    return true;
+                }
+            }
+        }
+        if ta & tb == types::OBJECT {
+            // A discriminating property: required in both, with disjoint const/enum.
+            for name in &a.required {
+                if !b.required.contains(name) {
+                    if forbids(b, name) {
+                        return true;
+                    }
+                    continue;
+                }
+                if let (Some(va), Some(vb)) = (prop_values(a, name), prop_values(b, name)) {
+                    if va.iter().all(|x| !vb.iter().any(|y| json_equal(x, y))) {
+                        return true;
+                    }
+                }
+            }
+            for name in &b.required {
+                if !a.required.contains(name) && forbids(a, name) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether `v` satisfies the flat schema: `None` when a keyword cannot be checked.
+    pub(crate) fn check_value(
+        &mut self,
+        f: &Flat<'a>,
+        v: &Value,
+        depth: usize,
+    ) -> Result<Option<bool>, Diagnostic> {
+        if f.never || value_type(v) & f.types == 0 {
+            return Ok(Some(false));
+        }
+        if let Some(vs) = &f.values {
+            if !vs.iter().any(|x| json_equal(x, v)) {
+                return Ok(Some(false));
+            }
+        }
+        if f.excluded.iter().any(|x| json_equal(x, v)) {
+            return Ok(Some(false));
+        }
+        if !f.groups.is_empty() || !f.nots.is_empty() {
+            return Ok(None);
+        }
+        match v {
+            Value::String(s) => {
+                let n = s.chars().count() as u64;
+                if n < f.min_length || f.max_length.is_some_and(|m| n > m) {
+                    return Ok(Some(false));
+                }
+                for (p, _) in &f.patterns {
+                    let mut b = crate::ir::GrammarBuilder::new();
+                    let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+                    let Ok(e) = regex_to_ir(p, &mut b, opts) else { return Ok(None) };
+                    if !self.matches(e, s) {
+                        return Ok(Some(false));
+                    }
+                }
+                if self.opts.format == FormatMode::Assert {
+                    for (name, _) in &f.formats {
+                        if super::formats::KNOWN.contains(&name.as_str()) {
+                            return Ok(None);
+                        }
+                    }
+                }
+                Ok(Some(true))
+            }
+            Value::Number(n) => {
+                let Some(d) = Decimal::from_number(n) else { return Ok(None) };
+                if let Some(l) = &f.lower {
+                    if d < l.value || (l.exclusive && d == l.value) {
+                        return Ok(Some(false));
+                    }
+                }
+                if let Some(u) = &f.upper {
+                    if d > u.value || (u.exclusive && d == u.value) {
+                        return Ok(Some(false));
+                    }
+                }
+                if !f.multiple_of.is_empty() {
+                    return Ok(None);
+                }
+                Ok(Some(true))
+            }
+            Value::Object(_) => Ok((!f.has_object_constraints()).then_some(true)),
+            Value::Array(_) => Ok((!f.has_array_constraints()).then_some(true)),
+            _ => {
+                let _ = depth;
+                Ok(Some(true))
+            }
+        }
+    }
+
+    /// Whether a self-contained expression (no rule references) matches `text`.
+    fn matches(&self, e: Expr, text: &str) -> bool {
+        let mut b = crate::ir::GrammarBuilder::new();
+        let root = b.declare("root");
+        b.define(root, e);
+        match b.finish(root) {
+            Ok(g) => super::matcher::ReferenceMatcher::new(&g).matches(text),
+            Err(_) => false,
+        }
+    }
+
+    /// The JSON text of a value: objects keep their key order; numbers accept every
+    /// text of the same value without exponent (`1`, `1.0`, `1.00`).
+    pub(crate) fn literal(&mut self, v: &Value) -> Expr {
+        match v {
+            Value::Null => Expr::literal("null"),
+            Value::Bool(b) => Expr::literal(if *b { "true" } else { "false" }),
+            Value::String(s) => quoted(encode_literal(s, CharEncoding::JsonString)),
+            Value::Number(n) => match Decimal::from_number(n) {
+                Some(d) => {
+                    let sign = if d.is_zero() {
+                        Expr::optional(Expr::literal("-"))
+                    } else if d.negative {
+                        Expr::literal("-")
+                    } else {
+                        Expr::Empty
+                    };
+                    let zeros = Expr::star(Expr::literal("0"));
+                    let frac = if d.frac.is_empty() {
+                        Expr::optional(Expr::seq(vec![
+                            Expr::literal("."),
+                            Expr::plus(Expr::literal("0")),
+                        ]))
+                    } else {
+                        Expr::seq(vec![Expr::literal(&format!(".{}", d.frac)), zeros])
+                    };
+                    Expr::seq(vec![sign, Expr::literal(&d.int), frac])
+                }
+                None => Expr::literal(&n.to_string()),
+            },
+            Value::Array(items) => {
+                let w = self.ws();
+                let mut seq = vec![Expr::literal("["), w.clone()];
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        seq.push(Expr::literal(","));
+                        seq.push(w.clone());
+                    }
+                    seq.push(self.literal(item));
+                    seq.push(w.clone());
+                }
+                seq.push(Expr::literal("]"));
+                Expr::seq(seq)
+            }
+            Value::Object(map)
+                if self.opts.property_order == super::PropertyOrder::Any
+                    && map.len() > 1
+                    && map.len() <= super::MAX_ANY_ORDER_PROPERTIES =>
+            {
+                let w = self.ws();
+                let mut members = Vec::new();
+                for (k, item) in map {
+                    let value = self.literal(item);
+                    members.push((
+                        true,
+                        Expr::seq(vec![
+                            quoted(encode_literal(k, CharEncoding::JsonString)),
+                            w.clone(),
+                            Expr::literal(":"),
+                            w.clone(),
+                            value,
+                            w.clone(),
+                        ]),
+                    ));
+                }
+                let body =
+                    self.member_list_any_order(&members, None, &w, "").unwrap_or_else(|_| never());
+                Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")])
+            }
+            Value::Object(map) => {
+                let w = self.ws();
+                let mut seq = vec![Expr::literal("{"), w.clone()];
+                for (i, (k, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        seq.push(Expr::literal(","));
+                        seq.push(w.clone());
+                    }
+                    seq.push(quoted(encode_literal(k, CharEncoding::JsonString)));
+                    seq.push(w.clone());
+                    seq.push(Expr::literal(":"));
+                    seq.push(w.clone());
+                    seq.push(self.literal(item));
+                    seq.push(w.clone());
+                }
+                seq.push(Expr::literal("}"));
+                Expr::seq(seq)
+            }
+        }
+    }
+
+    fn string(&mut self, f: &Flat<'a>) -> Result<Expr, Diagnostic> {
+        let excluded: Vec<&str> = f.excluded.iter().filter_map(|v| v.as_str()).collect();
+        let mut formats = Vec::new();
+        for (name, ptr) in &f.formats {
+            if self.opts.format == FormatMode::Annotation {
+                continue;
+            }
+            if super::formats::KNOWN.contains(&name.as_str()) {
+                formats.push((name.clone(), ptr.clone()));
+            } else if super::formats::UNIMPLEMENTED.contains(&name.as_str()) {
+                self.unsupported(ptr.clone(), format!("format `{name}` cannot be enforced"))?;
+            } else {
+                let w = Diagnostic::at_pointer(
+                    ptr.clone(),
+                    format!("unknown format `{name}` is not enforced"),
+                )
+                .into_warning();
+                if !self.warnings.contains(&w) {
+                    self.warnings.push(w);
+                }
+            }
+        }
+        let lengths = f.min_length > 0 || f.max_length.is_some();
+        if f.max_length.is_some_and(|m| m < f.min_length) {
+            return Ok(never());
+        }
+        if f.patterns.is_empty() && formats.is_empty() && !lengths {
+            if excluded.is_empty() {
+                return Ok(self.shared(SharedRule::String));
+            }
+            return Ok(string_excluding(&excluded));
+        }
+        if !excluded.is_empty() {
+            self.unsupported(
+                f.ptr.clone(),
+                "`not` of a string value together with string keywords".into(),
+            )?;
+        }
+        match (f.patterns.as_slice(), formats.as_slice(), lengths) {
+            ([], [], true) => Ok(quoted(Expr::repeat(
+                json_any_char(),
+                count32(f.min_length),
+                f.max_length.map(count32),
+            ))),
+            ([(p, ptr)], [], false) => {
+                match regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) {
+                    Ok(e) => Ok(quoted(e)),
+                    Err(mut d) => {
+                        d.pointer = Some(ptr.clone());
+                        if d.category == Category::Unsupported {
+                            self.unsupported(ptr.clone(), d.message)?;
+                            Ok(self.shared(SharedRule::String))
+                        } else {
+                            Err(d)
+                        }
+                    }
+                }
+            }
+            ([], [(name, ptr)], false) => match self.format_expr(name) {
+                Some(e) => Ok(quoted(e)),
+                None => {
+                    self.unsupported(ptr.clone(), format!("format `{name}`"))?;
+                    Ok(self.shared(SharedRule::String))
+                }
+            },
+            _ => {
+                let ptr = f
+                    .patterns
+                    .first()
+                    .map(|p| p.1.clone())
+                    .or_else(|| formats.first().map(|p| p.1.clone()))
+                    .unwrap_or_else(|| f.ptr.clone());
+                self.unsupported(
+                    ptr,
+                    "several of pattern/format/minLength/maxLength on one string cannot be combined".into(),
+                )?;
+                Ok(self.shared(SharedRule::String))
+            }
+        }
+    }
+
+    fn number(&mut self, f: &Flat<'a>) -> Result<Expr, Diagnostic> {
+        let integer = f.types & types::FRACTIONAL == 0;
+        if f.types & types::INTEGER == 0 {
+            if f.has_number_constraints() {
+                self.unsupported(f.ptr.clone(), "non-integer numbers with bounds".into())?;
+            }
+            // Numbers with a non-zero fraction.
+            let digits = || Expr::class(false, [('0', '9')]);
+            return Ok(Expr::seq(vec![
+                Expr::optional(Expr::literal("-")),
+                Expr::choice(vec![
+                    Expr::literal("0"),
+                    Expr::seq(vec![Expr::class(false, [('1', '9')]), Expr::star(digits())]),
+                ]),
+                Expr::literal("."),
+                Expr::star(digits()),
+                Expr::class(false, [('1', '9')]),
+                Expr::star(digits()),
+            ]));
+        }
+        if !f.has_number_constraints() {
+            return Ok(self.shared(if integer { SharedRule::Integer } else { SharedRule::Number }));
+        }
+        let (lo, hi) = (f.lower.as_ref(), f.upper.as_ref());
+        let mut steps: Vec<&(Decimal, String)> = Vec::new();
+        for m in &f.multiple_of {
+            if !steps.iter().any(|s| s.0 == m.0) {
+                steps.push(m);
+            }
+        }
+        let result = match steps.as_slice() {
+            [] => Ok(numbers::number_range(lo, hi, integer)),
+            [(m, ptr)] => {
+                let tenth_power = m.int == "0"
+                    && m.frac.ends_with('1')
+                    && m.frac[..m.frac.len() - 1].bytes().all(|b| b == b'0');
+                if m.is_integer() {
+                    match m.int.parse::<u64>() {
+                        Ok(k) => {
+                            numbers::integer_multiples(k, lo, hi).map_err(|e| (ptr.clone(), e))
+                        }
+                        Err(_) => Err((ptr.clone(), "a very large multipleOf".to_string())),
+                    }
+                } else if tenth_power && integer {
+                    Ok(numbers::number_range(lo, hi, true))
+                } else if tenth_power {
+                    numbers::decimal_steps(m.frac.len() as u32, lo, hi)
+                        .map_err(|e| (ptr.clone(), e))
+                } else {
+                    Err((ptr.clone(), format!("multipleOf {}.{}", m.int, m.frac)))
+                }
+            }
+            [_, (_, ptr), ..] => Err((ptr.clone(), "several multipleOf".to_string())),
+        };
+        match result {
+            Ok(Some(e)) => Ok(e),
+            Ok(None) => Ok(never()),
+            Err((ptr, msg)) => {
+                self.unsupported(ptr, format!("{msg} is not expressible"))?;
+                Ok(numbers::number_range(lo, hi, integer).unwrap_or_else(never))
+            }
+        }
+    }
+
+    /// The schema parts of property `name` in each object part.
+    fn property_parts(&self, f: &Flat<'a>, name: &str) -> (Vec<Sub<'a>>, bool) {
+        let mut parts = Vec::new();
+        let mut evaluated = false;
+        for part in &f.obj_parts {
+            let props: Vec<&Sub<'a>> =
+                part.props.iter().filter(|(n, _)| n == name).map(|(_, s)| s).collect();
+            if !props.is_empty() {
+                parts.extend(props.into_iter().cloned());
+                evaluated = true;
+                continue;
+            }
+            let mut matched = false;
+            for (p, s) in &part.patterns {
+                let mut b = crate::ir::GrammarBuilder::new();
+                let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+                if let Ok(e) = regex_to_ir(p, &mut b, opts) {
+                    if self.matches(e, name) {
+                        parts.push(s.clone());
+                        matched = true;
+                    }
+                }
+            }
+            if matched {
+                evaluated = true;
+                continue;
+            }
+            if let Some(a) = &part.additional {
+                parts.push(a.clone());
+                evaluated = true;
+            }
+        }
+        (parts, evaluated)
+    }
+
+    fn object(&mut self, f: &Flat<'a>, depth: usize) -> Result<Expr, Diagnostic> {
+        if !f.has_object_constraints() {
+            return Ok(self.shared(SharedRule::Object));
+        }
+        let w = self.ws();
+        let mut names: Vec<String> = Vec::new();
+        for part in &f.obj_parts {
+            for (n, _) in &part.props {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        for r in &f.required {
+            if !names.contains(r) {
+                names.push(r.clone());
+            }
+        }
+        if let (true, Some(u)) = (f.has_if, &f.unevaluated_properties) {
+            self.unsupported(u.ptr.clone(), "unevaluatedProperties together with `if`".into())?;
+        }
+        let any_additional_keyword = f.obj_parts.iter().any(|p| p.additional.is_some());
+        let has_patterns = f.obj_parts.iter().any(|p| !p.patterns.is_empty());
+        // What unknown keys must satisfy when no part says: unevaluatedProperties, strict.
+        let fallback: Option<Sub<'a>> = if any_additional_keyword {
+            None
+        } else if let Some(u) = &f.unevaluated_properties {
+            Some(u.clone())
+        } else if self.opts.strict && !has_patterns {
+            Some(Sub { v: &Value::Bool(false), ptr: f.ptr.clone() })
+        } else {
+            None
+        };
+        // Known properties.
+        let mut members: Vec<(bool, Expr)> = Vec::new();
+        for name in &names {
+            let required = f.required.contains(name);
+            let (mut parts, evaluated) = self.property_parts(f, name);
+            if !evaluated {
+                parts.extend(fallback.clone());
+            }
+            let mut allowed = true;
+            if !f.property_names.is_empty() {
+                let mut pf = Flat::new(&f.ptr);
+                for s in &f.property_names {
+                    self.merge(&mut pf, s, depth + 1, &mut Vec::new(), false)?;
+                }
+                match self.check_value(&pf, &Value::String(name.clone()), depth)? {
+                    Some(ok) => allowed = ok,
+                    None => {
+                        self.unsupported(
+                            f.property_names[0].ptr.clone(),
+                            "propertyNames that cannot be checked against the listed properties"
+                                .into(),
+                        )?;
+                    }
+                }
+            }
+            let value = if allowed {
+                self.compile_parts(
+                    &parts,
+                    &format!("{}/properties/{}", f.ptr, super::refs::escape_token(name)),
+                    depth,
+                )?
+            } else {
+                never()
+            };
+            if is_never(&value) {
+                if required {
+                    return Ok(never());
+                }
+                continue;
+            }
+            let member = Expr::seq(vec![
+                quoted(encode_literal(name, CharEncoding::JsonString)),
+                w.clone(),
+                Expr::literal(":"),
+                w.clone(),
+                value,
+                w.clone(),
+            ]);
+            members.push((required, member));
+        }
+        let additional = self.additional_member(f, &names, fallback, depth)?;
+        let additional = additional.map(|value_and_key| {
+            let (key, value) = value_and_key;
+            Expr::seq(vec![key, w.clone(), Expr::literal(":"), w.clone(), value, w.clone()])
+        });
+        // Counts.
+        let n_required = members.iter().filter(|m| m.0).count() as u64;
+        let n_known = members.len() as u64;
+        let (min, max) = (f.min_properties, f.max_properties);
+        if max.is_some_and(|m| m < n_required) || (additional.is_none() && min > n_known) {
+            return Ok(never());
+        }
+        let min_trivial = min <= n_required;
+        let max_trivial = max.is_none_or(|m| additional.is_none() && m >= n_known);
+        if !(members.is_empty() || min_trivial && max_trivial) {
+            self.unsupported(
+                format!("{}/minProperties", f.ptr),
+                "minProperties/maxProperties together with listed properties".into(),
+            )?;
+        }
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let body = if members.is_empty() {
+            match additional {
+                None => Expr::Empty,
+                Some(a) => {
+                    let more = Expr::repeat(
+                        comma(&a),
+                        count32(min.saturating_sub(1)),
+                        max.map(|m| count32(m.saturating_sub(1))),
+                    );
+                    let list = Expr::seq(vec![a, more]);
+                    if max == Some(0) {
+                        Expr::Empty
+                    } else if min == 0 {
+                        Expr::optional(list)
+                    } else {
+                        list
+                    }
+                }
+            }
+        } else if self.opts.property_order == super::PropertyOrder::Any {
+            self.member_list_any_order(&members, additional.as_ref(), &w, &f.ptr)?
+        } else {
+            self.member_list(&members, additional.as_ref(), &w)
+        };
+        Ok(Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")]))
+    }
+
+    /// Known members in any order, each at most once, additional ones anywhere: a rule
+    /// per set of members written so far.
+    fn member_list_any_order(
+        &mut self,
+        members: &[(bool, Expr)],
+        additional: Option<&Expr>,
+        w: &Expr,
+        ptr: &str,
+    ) -> Result<Expr, Diagnostic> {
+        let n = members.len();
+        if n > super::MAX_ANY_ORDER_PROPERTIES {
+            self.unsupported(
+                ptr.to_string(),
+                format!("more than {} properties in any order", super::MAX_ANY_ORDER_PROPERTIES),
+            )?;
+            return Ok(self.member_list(members, additional, w));
+        }
+        let required: u32 = (0..n).filter(|&i| members[i].0).fold(0, |acc, i| acc | (1 << i));
+        let rules: Vec<crate::ir::RuleId> =
+            (0..1u32 << n).map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        for set in 0..1u32 << n {
+            let mut alts = Vec::new();
+            if set & required == required {
+                alts.push(Expr::Empty);
+            }
+            for (i, m) in members.iter().enumerate() {
+                if set & (1 << i) == 0 {
+                    alts.push(Expr::seq(vec![
+                        comma(&m.1),
+                        Expr::Rule(rules[(set | (1 << i)) as usize]),
+                    ]));
+                }
+            }
+            if let Some(a) = additional {
+                alts.push(Expr::seq(vec![comma(a), Expr::Rule(rules[set as usize])]));
+            }
+            let body = choice_or_never(alts);
+            self.b.define(rules[set as usize], body);
+        }
+        let mut alts = Vec::new();
+        if required == 0 {
+            alts.push(Expr::Empty);
+        }
+        for (i, m) in members.iter().enumerate() {
+            alts.push(Expr::seq(vec![m.1.clone(), Expr::Rule(rules[1 << i])]));
+        }
+        if let Some(a) = additional {
+            alts.push(Expr::seq(vec![a.clone(), Expr::Rule(rules[0])]));
+        }
+        Ok(choice_or_never(alts))
+    }
+
+    /// Known members in order (optional ones may be left out), then additional ones.
+    fn member_list(
+        &mut self,
+        members: &[(bool, Expr)],
+        additional: Option<&Expr>,
+        w: &Expr,
+    ) -> Expr {
+        let n = members.len();
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let first_required = members.iter().position(|m| m.0).unwrap_or(n);
+        let use_rules = (first_required + 1) * n > 256;
+        // tails[i]: what follows once something was written, from member i on.
+        let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
+        tails[n] = match additional {
+            Some(a) => Expr::star(comma(a)),
+            None => Expr::Empty,
+        };
+        for i in (0..n).rev() {
+            let item = if members[i].0 {
+                comma(&members[i].1)
+            } else {
+                Expr::optional(comma(&members[i].1))
+            };
+            let body = Expr::seq(vec![item, tails[i + 1].clone()]);
+            tails[i] = if use_rules && i > 0 {
+                let id = self.b.add_fresh("members", body);
+                Expr::Rule(id)
+            } else {
+                body
+            };
+        }
+        // start(i): nothing written yet, members i.. remain.
+        let mut start = match additional {
+            Some(a) => Expr::optional(Expr::seq(vec![a.clone(), Expr::star(comma(a))])),
+            None => Expr::Empty,
+        };
+        for i in (0..n).rev() {
+            let this = Expr::seq(vec![members[i].1.clone(), tails[i + 1].clone()]);
+            start = if members[i].0 {
+                this
+            } else if i > first_required {
+                continue;
+            } else {
+                Expr::choice(vec![this, start])
+            };
+        }
+        start
+    }
+
+    /// The key and value expressions of additional properties, `None` when none may occur.
+    fn additional_member(
+        &mut self,
+        f: &Flat<'a>,
+        names: &[String],
+        fallback: Option<Sub<'a>>,
+        depth: usize,
+    ) -> Result<Option<(Expr, Expr)>, Diagnostic> {
+        let pattern_parts: Vec<usize> =
+            (0..f.obj_parts.len()).filter(|&i| !f.obj_parts[i].patterns.is_empty()).collect();
+        let ptr = format!("{}/additionalProperties", f.ptr);
+        if pattern_parts.is_empty() {
+            let mut value_parts: Vec<Sub<'a>> =
+                f.obj_parts.iter().filter_map(|p| p.additional.clone()).collect();
+            value_parts.extend(fallback);
+            if value_parts.iter().any(|s| s.v == &Value::Bool(false)) {
+                return Ok(None);
+            }
+            let value = self.compile_parts(&value_parts, &ptr, depth)?;
+            if is_never(&value) {
+                return Ok(None);
+            }
+            let key = if f.property_names.is_empty() {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                if refs.is_empty() {
+                    self.shared(SharedRule::String)
+                } else {
+                    string_excluding(&refs)
+                }
+            } else {
+                let mut pf = Flat::new(&f.ptr);
+                for s in &f.property_names {
+                    self.merge(&mut pf, s, depth + 1, &mut Vec::new(), false)?;
+                }
+                for name in names {
+                    if self.check_value(&pf, &Value::String(name.clone()), depth)? != Some(false) {
+                        self.unsupported(
+                            f.property_names[0].ptr.clone(),
+                            "propertyNames together with listed properties and additional properties".into(),
+                        )?;
+                        break;
+                    }
+                }
+                pf.types &= types::STRING;
+                let k = self.compile_flat(pf, depth + 1)?;
+                if is_never(&k) {
+                    return Ok(None);
+                }
+                k
+            };
+            return Ok(Some((key, value)));
+        }
+        if pattern_parts.len() > 1 || !f.property_names.is_empty() {
+            self.unsupported(
+                format!("{}/patternProperties", f.obj_parts[pattern_parts[0]].ptr),
+                "patternProperties in several merged schemas, or with propertyNames".into(),
+            )?;
+            return Ok(None);
+        }
+        let j = pattern_parts[0];
+        let part = &f.obj_parts[j];
+        let pptr = format!("{}/patternProperties", part.ptr);
+        let mut others: Vec<Sub<'a>> = f
+            .obj_parts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != j)
+            .filter_map(|(_, p)| p.additional.clone())
+            .collect();
+        let own = part.additional.clone().or(fallback);
+        let patterns = part.patterns.clone();
+        // A listed name matching a pattern could also be written as an additional key.
+        for name in names {
+            for (p, _) in &patterns {
+                let mut b = crate::ir::GrammarBuilder::new();
+                let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+                if let Ok(e) = regex_to_ir(p, &mut b, opts) {
+                    if self.matches(e, name) {
+                        self.unsupported(
+                            pptr.clone(),
+                            format!("property `{name}` also matches patternProperties `{p}`"),
+                        )?;
+                    }
+                }
+            }
+        }
+        let own_false = own.as_ref().is_some_and(|s| s.v == &Value::Bool(false));
+        if own_false {
+            let first = &patterns[0].1;
+            if patterns.iter().any(|(_, s)| !json_equal(s.v, first.v)) {
+                self.unsupported(
+                    pptr.clone(),
+                    "several patternProperties with different schemas (keys may match several)"
+                        .into(),
+                )?;
+            }
+            let mut alts = Vec::new();
+            for (p, s) in &patterns {
+                let key = match regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) {
+                    Ok(e) => quoted(e),
+                    Err(d) => {
+                        let d = Diagnostic {
+                            pointer: Some(format!("{pptr}/{}", super::refs::escape_token(p))),
+                            ..d
+                        };
+                        if d.category == Category::Unsupported {
+                            self.unsupported(d.pointer.clone().unwrap_or_default(), d.message)?;
+                            continue;
+                        }
+                        return Err(d);
+                    }
+                };
+                let mut value_parts = vec![s.clone()];
+                value_parts.append(&mut others.clone());
+                let value = self.compile_parts(&value_parts, &s.ptr, depth)?;
+                if !is_never(&value) {
+                    alts.push((key, value));
+                }
+            }
+            if alts.is_empty() {
+                return Ok(None);
+            }
+            if alts.len() == 1 {
+                return Ok(alts.pop());
+            }
+            // Same value schema everywhere: one value, a choice of keys.
+            let value = alts[0].1.clone();
+            let keys = alts.into_iter().map(|a| a.0).collect();
+            return Ok(Some((Expr::choice(keys), value)));
+        }
+        let same = patterns.iter().all(|(_, s)| match &own {
+            None => s.v == &Value::Bool(true) || s.v.as_object().is_some_and(|o| o.is_empty()),
+            Some(a) => json_equal(s.v, a.v),
+        });
+        if !same {
+            self.unsupported(pptr, "patternProperties whose keys are not otherwise excluded (additionalProperties is not false)".into())?;
+        }
+        others.extend(own);
+        let value = self.compile_parts(&others, &ptr, depth)?;
+        if is_never(&value) {
+            return Ok(None);
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let key =
+            if refs.is_empty() { self.shared(SharedRule::String) } else { string_excluding(&refs) };
+        Ok(Some((key, value)))
+    }
+
+    fn array(&mut self, f: &Flat<'a>, depth: usize) -> Result<Expr, Diagnostic> {
+        if !f.has_array_constraints() {
+            return Ok(self.shared(SharedRule::Array));
+        }
+        let w = self.ws();
+        let mut max = f.max_items;
+        let min = f.min_items;
+        if let Some(p) = &f.unique_items {
+            if max.is_none_or(|m| m > 1) {
+                self.unsupported(p.clone(), "uniqueItems is not expressible".into())?;
+            }
+        }
+        let k = f.arr_parts.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
+        let rest_parts: Vec<Sub<'a>> = {
+            let mut r: Vec<Sub<'a>> = f.arr_parts.iter().filter_map(|p| p.rest.clone()).collect();
+            if r.is_empty() {
+                if let (true, Some(u)) = (f.has_if, &f.unevaluated_items) {
+                    self.unsupported(u.ptr.clone(), "unevaluatedItems together with `if`".into())?;
+                }
+                if let Some(u) = &f.unevaluated_items {
+                    if !f.contains.is_empty() {
+                        self.unsupported(
+                            u.ptr.clone(),
+                            "unevaluatedItems together with contains".into(),
+                        )?;
+                    }
+                    r.push(u.clone());
+                }
+            }
+            r
+        };
+        let mut positions = Vec::new();
+        for p in 0..k {
+            let parts: Vec<Sub<'a>> = f
+                .arr_parts
+                .iter()
+                .filter_map(|part| part.prefix.get(p).cloned().or_else(|| part.rest.clone()))
+                .collect();
+            let e = self.compile_parts(&parts, &format!("{}/prefixItems/{p}", f.ptr), depth)?;
+            if is_never(&e) {
+                max = Some(max.map_or(p as u64, |m| m.min(p as u64)));
+                break;
+            }
+            positions.push(Expr::seq(vec![e, w.clone()]));
+        }
+        let rest = self.compile_parts(&rest_parts, &format!("{}/items", f.ptr), depth)?;
+        let rest = if is_never(&rest) {
+            max = Some(max.map_or(k as u64, |m| m.min(k as u64)));
+            None
+        } else {
+            Some(Expr::seq(vec![rest, w.clone()]))
+        };
+        if max.is_some_and(|m| m < min) {
+            return Ok(never());
+        }
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let active: Vec<&super::flat::Contains<'a>> =
+            f.contains.iter().filter(|c| c.min > 0 || c.max.is_some()).collect();
+        if let Some(c) = active.first() {
+            let expressible = active.len() == 1
+                && k == 0
+                && c.max.is_none()
+                && f.max_items.is_none()
+                && min <= c.min;
+            if !expressible {
+                self.unsupported(c.ptr.clone(), "contains together with prefixItems, maxItems, maxContains or a larger minItems".into())?;
+            } else {
+                let any = rest.clone().unwrap_or_else(never);
+                let mut parts = rest_parts.clone();
+                parts.push(c.schema.clone());
+                let hit = self.compile_parts(&parts, &c.ptr, depth)?;
+                if is_never(&hit) {
+                    return Ok(never());
+                }
+                let hit = Expr::seq(vec![hit, w.clone()]);
+                let before =
+                    Expr::star(Expr::seq(vec![any.clone(), Expr::literal(","), w.clone()]));
+                let body = Expr::seq(vec![
+                    before.clone(),
+                    hit.clone(),
+                    Expr::repeat(
+                        Expr::seq(vec![Expr::literal(","), w.clone(), before, hit]),
+                        count32(c.min - 1),
+                        Some(count32(c.min - 1)),
+                    ),
+                    Expr::star(comma(&any)),
+                ]);
+                return Ok(Expr::seq(vec![Expr::literal("["), w, body, Expr::literal("]")]));
+            }
+        }
+        if max == Some(0) {
+            return Ok(Expr::seq(vec![Expr::literal("["), w, Expr::literal("]")]));
+        }
+        let k = positions.len();
+        // After the prefix: rest items with the remaining counts.
+        let tail = match &rest {
+            Some(r) => {
+                let lo = count32(min.saturating_sub(k as u64));
+                let hi = max.map(|m| count32(m.saturating_sub(k as u64)));
+                if hi == Some(0) {
+                    Expr::Empty
+                } else {
+                    Expr::repeat(comma(r), lo, hi)
+                }
+            }
+            None => Expr::Empty,
+        };
+        let list = if k == 0 {
+            let Some(r) = rest else {
+                return Ok(Expr::seq(vec![Expr::literal("["), w, Expr::literal("]")]));
+            };
+            let lo = count32(min.saturating_sub(1));
+            let hi = max.map(|m| count32(m.saturating_sub(1)));
+            let list = Expr::seq(vec![r.clone(), Expr::repeat(comma(&r), lo, hi)]);
+            if min == 0 {
+                Expr::optional(list)
+            } else {
+                list
+            }
+        } else {
+            let limit = max.map_or(k, |m| (m as usize).min(k));
+            let mut after = if limit < k { Expr::Empty } else { tail };
+            for p in (1..limit).rev() {
+                let step = Expr::seq(vec![comma(&positions[p]), after]);
+                after = if (p as u64) < min { step } else { Expr::optional(step) };
+            }
+            let list = Expr::seq(vec![positions[0].clone(), after]);
+            if min == 0 {
+                Expr::optional(list)
+            } else {
+                list
+            }
+        };
+        Ok(Expr::seq(vec![Expr::literal("["), w, list, Expr::literal("]")]))
+    }
+}
+
+/// The types a flat schema's values may have.
+fn effective_types(f: &Flat<'_>) -> u8 {
+    match &f.values {
+        Some(vs) => vs.iter().fold(0, |acc, v| acc | value_type(v)) & f.types,
+        None => f.types,
+    }
+}
+
+/// Whether the flat schema forbids property `name` (a part with `additionalProperties:
+/// false` that does not list it).
+fn forbids(f: &Flat<'_>, name: &str) -> bool {
+    f.obj_parts.iter().any(|p| {
+        p.additional.as_ref().is_some_and(|a| a.v == &Value::Bool(false))
+            && p.patterns.is_empty()
+            && !p.props.iter().any(|(n, _)| n == name)
+    }) || f
+        .obj_parts
+        .iter()
+        .any(|p| p.props.iter().any(|(n, s)| n == name && s.v == &Value::Bool(false)))
+}
+
+/// The values a property may take by a `const`/`enum` of one part (a superset).
+fn prop_values<'a>(f: &Flat<'a>, name: &str) -> Option<Vec<&'a Value>> {
+    for p in &f.obj_parts {
+        for (n, s) in &p.props {
+            if n != name {
+                continue;
+            }
+            if let Some(c) = s.v.get("const") {
+                return Some(vec![c]);
+            }
+            if let Some(Value::Array(e)) = s.v.get("enum") {
+                return Some(e.iter().collect());
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,189 @@
+//! Runs the JSON-Schema-Test-Suite (draft 2020-12) through the converter and a matcher
+//! given by the caller, and compares the per-file counts with a checked-in expectations
+//! file. Shared by the reference-matcher test of grammask-syntax and the engine test of
+//! the root crate.
+
+#![allow(dead_code)]
+
+use grammask_syntax::json_schema::{
+    json_schema_to_grammar, FormatMode, JsonSchemaOptions, PropertyOrder,
+};
+use grammask_syntax::Grammar;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Counts for one file of the suite.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileCounts {
+    pub compiled: u64,
+    pub refused: u64,
+    pub right: u64,
+    pub wrong: u64,
+}
+
+/// The suite's folder.
+pub fn suite_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/json-schema-test-suite")
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            collect(&p, out);
+        } else if p.extension().is_some_and(|e| e == "json") {
+            out.push(p);
+        }
+    }
+}
+
+/// The remote documents, by the URIs the suite uses for them.
+pub fn remotes(root: &Path) -> Vec<(String, Value)> {
+    let dir = root.join("remotes");
+    let mut files = Vec::new();
+    collect(&dir, &mut files);
+    files
+        .into_iter()
+        .filter_map(|p| {
+            let rel = p.strip_prefix(&dir).ok()?.to_string_lossy().replace('\\', "/");
+            let text = std::fs::read_to_string(&p).ok()?;
+            Some((format!("http://localhost:1234/{rel}"), serde_json::from_str(&text).ok()?))
+        })
+        .collect()
+}
+
+/// Runs every draft2020-12 file. `accepts(grammar, text)` decides a match. Prints wrong
+/// answers; returns counts by file (relative path).
+pub fn run(
+    root: &Path,
+    verbose: bool,
+    accepts: &mut dyn FnMut(&Grammar, &str) -> bool,
+) -> BTreeMap<String, FileCounts> {
+    let dir = root.join("draft2020-12");
+    let mut files = Vec::new();
+    collect(&dir, &mut files);
+    let remote_documents = remotes(root);
+    let mut result = BTreeMap::new();
+    for path in files {
+        let rel = path.strip_prefix(&dir).unwrap().to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let groups: Vec<Value> = serde_json::from_str(&text).unwrap();
+        let format = if rel.starts_with("optional/format") {
+            FormatMode::Assert
+        } else {
+            FormatMode::Annotation
+        };
+        let opts = JsonSchemaOptions {
+            format,
+            property_order: PropertyOrder::Any,
+            remote_documents: remote_documents.clone(),
+            ..JsonSchemaOptions::default()
+        };
+        let mut counts = FileCounts::default();
+        for group in &groups {
+            let description = group["description"].as_str().unwrap_or("");
+            match json_schema_to_grammar(&group["schema"], &opts) {
+                Err(e) => {
+                    counts.refused += 1;
+                    assert!(e.errors().next().is_some(), "{rel}: refused without an error");
+                    if verbose {
+                        println!("REFUSED {rel} / {description}: {e}");
+                    }
+                }
+                Ok(converted) => {
+                    counts.compiled += 1;
+                    for test in group["tests"].as_array().into_iter().flatten() {
+                        let data = serde_json::to_string(&test["data"]).unwrap();
+                        let valid = test["valid"].as_bool().unwrap_or(false);
+                        if accepts(&converted.grammar, &data) == valid {
+                            counts.right += 1;
+                        } else {
+                            counts.wrong += 1;
+                            println!(
+                                "WRONG {rel} / {description} / {}: {data} should be {}",
+                                test["description"].as_str().unwrap_or(""),
+                                if valid { "accepted" } else { "rejected" }
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        result.insert(rel, counts);
+    }
+    result
+}
+
+/// The counts as JSON: `{file: {compiled, refused, right, wrong}}` plus a total.
+pub fn to_json(counts: &BTreeMap<String, FileCounts>) -> Value {
+    let mut map = Map::new();
+    let mut total = FileCounts::default();
+    for (file, c) in counts {
+        map.insert(
+            file.clone(),
+            json!({"compiled": c.compiled, "refused": c.refused, "right": c.right, "wrong": c.wrong}),
+        );
+        total.compiled += c.compiled;
+        total.refused += c.refused;
+        total.right += c.right;
+        total.wrong += c.wrong;
+    }
+    map.insert(
+        "TOTAL".into(),
+        json!({"compiled": total.compiled, "refused": total.refused, "right": total.right, "wrong": total.wrong}),
+    );
+    Value::Object(map)
+}
+
+/// Compares with the expectations file: fails on any regression (fewer compiled or right
+/// answers, any wrong answer), reports improvements, and rewrites the file when
+/// `GRAMMASK_UPDATE_EXPECTED=1`.
+pub fn check_expectations(actual: &Value, expected_path: &Path) {
+    let update = std::env::var("GRAMMASK_UPDATE_EXPECTED").is_ok_and(|v| v == "1");
+    let pretty = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    if update {
+        std::fs::write(expected_path, &pretty).unwrap();
+        println!("updated {}", expected_path.display());
+        return;
+    }
+    let expected: Value = std::fs::read_to_string(expected_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let mut regressions = Vec::new();
+    let mut improvements = Vec::new();
+    for (file, a) in actual.as_object().unwrap() {
+        let e = &expected[file];
+        for key in ["compiled", "right"] {
+            let (av, ev) = (a[key].as_u64().unwrap_or(0), e[key].as_u64().unwrap_or(0));
+            if av < ev {
+                regressions.push(format!("{file}: {key} {ev} -> {av}"));
+            } else if av > ev {
+                improvements.push(format!("{file}: {key} {ev} -> {av}"));
+            }
+        }
+        let wrong = a["wrong"].as_u64().unwrap_or(0);
+        if wrong > e["wrong"].as_u64().unwrap_or(0) {
+            regressions.push(format!("{file}: wrong answers {} -> {wrong}", e["wrong"]));
+        }
+    }
+    for line in &improvements {
+        println!("improved: {line}");
+    }
+    if !improvements.is_empty() {
+        println!(
+            "update {} with GRAMMASK_UPDATE_EXPECTED=1 to record the improvements",
+            expected_path.display()
+        );
+    }
+    assert!(
+        regressions.is_empty(),
+        "regressions against {} (run with GRAMMASK_UPDATE_EXPECTED=1 if intended):\n{}",
+        expected_path.display(),
+        regressions.join("\n")
+    );
+    assert_eq!(actual["TOTAL"]["wrong"], 0, "wrong answers on compiled groups");
+}
