@@ -49,7 +49,7 @@ pub(crate) fn fill(
         for &(set, _) in dfa.token_edges(config.top.state) {
             let token_set = &grammar.token_sets[set.index()];
             if token_set.negated {
-                for id in 0..vocab.len() as u32 {
+                for id in 0..vocab.id_bound() as u32 {
                     if vocab.kind(id).is_some() && token_set_contains(grammar, set, id) {
                         set_bit(bitmask, id);
                     }
