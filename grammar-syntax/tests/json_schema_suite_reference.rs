@@ -9,10 +9,11 @@ use std::path::Path;
 
 #[test]
 fn json_schema_test_suite_with_reference_matcher() {
-    let root = json_schema_support::suite_dir();
+    let root = json_schema_support::suite_dir(env!("CARGO_MANIFEST_DIR"));
     let verbose = std::env::var("GRAMMASK_SUITE_VERBOSE").is_ok();
-    let counts = json_schema_support::run(&root, verbose, &mut |g, text| {
-        ReferenceMatcher::new(g).matches(text)
+    let counts = json_schema_support::run(&root, verbose, &mut |g| {
+        let g = g.clone();
+        Ok(Box::new(move |text: &str| ReferenceMatcher::new(&g).matches(text)))
     });
     let actual = json_schema_support::to_json(&counts);
     println!("{}", serde_json::to_string_pretty(&actual["TOTAL"]).unwrap());
