@@ -25,3 +25,6 @@ pub use ir::{CharClass, Expr, Grammar, GrammarBuilder, Rule, RuleId, Span, Token
 pub use parse::{parse_ebnf, parse_gbnf, parse_grammar, Dialect, ParseOptions, Parsed};
 pub use validate::validate;
 pub use regex::{parse_regex, regex_to_ir, RegexOptions};
+pub use json_schema::{
+    builtin_json_grammar, json_schema_to_grammar, parse_json_schema, Converted, JsonSchemaOptions,
+};
