@@ -17,6 +17,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Whether a grammar is valid: exit 0 (warnings on stderr) or 1 (every error listed).
+    Check(cli::check::CheckArgs),
+    /// The grammar as normalized GBNF on stdout.
+    Print(cli::print::PrintArgs),
     /// Whether the input is in the grammar's language (exit 0) or not (exit 1).
     Match(cli::grammar_match::MatchArgs),
     /// The tokens of a vocabulary the grammar allows after a prefix.
@@ -26,6 +30,8 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
+        Command::Check(args) => cli::check::run(args),
+        Command::Print(args) => cli::print::run(args),
         Command::Match(args) => cli::grammar_match::run(args),
         Command::Mask(args) => cli::mask::run(args),
     };

@@ -1,5 +1,7 @@
 //! The `grammask` commands, one module each.
 
+pub mod check;
 pub mod grammar_match;
 pub mod input;
 pub mod mask;
+pub mod print;

@@ -1,0 +1,31 @@
+//! `grammask check GRAMMAR`: is the grammar valid? Exit 0 when it is (warnings go to
+//! stderr), 1 when it is not (every error is printed), 2 on usage errors.
+
+use super::input::load_grammar;
+
+/// Arguments of `grammask check`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// The grammar file (`.gbnf`, `.ebnf`, `.json`, `.regex`), or `-` for stdin (GBNF
+    /// unless `--format` says otherwise).
+    pub grammar: String,
+    /// The grammar's format, when the extension does not say.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// The root rule of a GBNF/EBNF grammar.
+    #[arg(long, default_value = "root")]
+    pub root: String,
+}
+
+/// Runs the command; returns the exit code.
+pub fn run(args: &CheckArgs) -> i32 {
+    match load_grammar(&args.grammar, args.format.as_deref(), &args.root) {
+        Ok(loaded) => {
+            let rules = loaded.grammar.rules.len();
+            let plural = if rules == 1 { "" } else { "s" };
+            println!("{}: ok ({rules} rule{plural})", loaded.name);
+            0
+        }
+        Err(code) => code,
+    }
+}

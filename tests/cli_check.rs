@@ -1,0 +1,104 @@
+//! `grammask check` and `grammask print`: exit codes, `FILE:LINE:COL` diagnostics with the
+//! source line and a caret, normalized GBNF output.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn grammask(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_grammask"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("grammask runs");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).expect("write stdin");
+    }
+    drop(input);
+    child.wait_with_output().expect("grammask finishes")
+}
+
+/// A grammar file in a fresh temporary folder.
+fn grammar_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grammask-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write grammar");
+    path
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn check_reports_every_error_with_location_and_caret() {
+    let path = grammar_file("bad.gbnf", "root ::= \"[\" valeu \"]\"\nvalue ::= [z-a]\n");
+    let file = path.to_str().unwrap();
+    let out = grammask(&["check", file], None);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    let expected_first = format!(
+        "{file}:1:14: error: undefined rule `valeu`\n  root ::= \"[\" valeu \"]\"\n               ^\n"
+    );
+    assert!(stderr.starts_with(&expected_first), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{file}:2:12: error: character range out of order: `z-a`")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_accepts_valid_grammars_and_prints_warnings() {
+    let path =
+        grammar_file("ok.gbnf", "root ::= \"a\" | digit+\ndigit ::= [0-9]\nunused ::= \"x\"\n");
+    let out = grammask(&["check", path.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(":3:1: warning: rule `unused` is never used"), "{stderr}");
+}
+
+#[test]
+fn check_reads_stdin_and_honours_format_and_root() {
+    let out = grammask(&["check", "-"], Some("root ::= \"x\"\n"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = grammask(&["check", "-", "--root", "start"], Some("start ::= \"x\"\n"));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let ebnf = "root ::= \"x\" (= \"y\")\n";
+    let out = grammask(&["check", "-"], Some(ebnf));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(text(&out.stderr).contains("<stdin>:1:14: error:"), "{}", text(&out.stderr));
+    let out = grammask(&["check", "--format", "ebnf", "-"], Some(ebnf));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let missing = std::env::temp_dir().join("grammask-cli-no-such-file.gbnf");
+    let out = grammask(&["check", missing.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let out = grammask(&["check"], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let out = grammask(&["check", "--format", "yaml", "-"], Some("root ::= \"x\""));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let path = grammar_file("grammar.txt", "root ::= \"x\"\n");
+    let out = grammask(&["check", path.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn print_normalizes() {
+    let path = grammar_file(
+        "p.ebnf",
+        "root   ::= ( \"a\" )+ [b-dc] # comment\n  | x (= \"q\")\nx ::= \"\\x41\"\n",
+    );
+    let out = grammask(&["print", path.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(text(&out.stdout), "root ::= \"a\"+ [b-d] | x (= \"q\")\nx ::= \"A\"\n");
+    let out = grammask(&["print", "-"], Some("root ::= (\n"));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(text(&out.stdout).is_empty());
+}
