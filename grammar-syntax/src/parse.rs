@@ -105,7 +105,8 @@ const DEEP_STACK_BYTES: usize = 256 << 20;
 /// Parses `src`, whose nesting depth was checked.
 fn parse_checked(src: &str, opts: &ParseOptions) -> Result<Parsed, Diagnostics> {
     let mut lowerer = Lowerer::new(src, opts.dialect);
-    let mut pos = skip_blank(src, 0);
+    let bom = if src.starts_with('\u{FEFF}') { '\u{FEFF}'.len_utf8() } else { 0 };
+    let mut pos = skip_blank(src, bom);
     while pos < src.len() {
         match GbnfParser::parse(Rule::rule_def, &src[pos..]) {
             Ok(mut pairs) => match pairs.next() {

@@ -151,3 +151,30 @@ fn pathological_inputs() {
         check(src).unwrap();
     }
 }
+
+#[test]
+fn deepest_accepted_grammar_prints_and_drops() {
+    let n = grammask_syntax::parse::MAX_NESTING;
+    let src = format!("root ::= {}\"z\"{}\n", "(\"a\" | \"b\" ".repeat(n), ")".repeat(n));
+    let parsed = grammask_syntax::parse_gbnf(&src).unwrap();
+    let printed = to_gbnf(&parsed.grammar);
+    let reparsed = grammask_syntax::parse_gbnf(&printed).unwrap();
+    assert!(grammask_syntax::validate(&parsed.grammar).is_empty());
+    assert_eq!(without_spans(reparsed.grammar), without_spans(parsed.grammar));
+}
+
+#[test]
+fn many_rules_and_many_errors() {
+    let n = 5_000;
+    let mut src = String::from("root ::= r0\n");
+    for i in 0..n {
+        src.push_str(&format!("r{i} ::= \"x\" (r{} | [a-z]{{2,3}})\n", i + 1));
+    }
+    src.push_str(&format!("r{n} ::= \"end\"\n"));
+    let parsed = grammask_syntax::parse_gbnf(&src).unwrap();
+    assert_eq!(parsed.grammar.rules.len(), n + 2);
+    // Many syntax errors are all reported.
+    let broken = src.replace("(r1", "(r1 )").replace("(r2", "(r2 @").replace("(r3 ", "((r3 ");
+    let errors = grammask_syntax::parse_gbnf(&broken).unwrap_err();
+    assert!(errors.errors().count() >= 3, "{errors:?}");
+}

@@ -281,3 +281,14 @@ proptest! {
         prop_assert_eq!(renumber_like(parsed, &grammar), grammar, "{}", printed);
     }
 }
+
+#[test]
+fn crlf_line_endings_and_byte_order_mark() {
+    let unix = "root ::= a\n  | \"b\" # c\na ::= (\n  \"x\"\n)\n";
+    let windows = format!("\u{FEFF}{}", unix.replace('\n', "\r\n"));
+    let a = parse_gbnf(unix).unwrap().grammar;
+    let b = parse_gbnf(&windows).unwrap().grammar;
+    assert_eq!(without_spans(a), without_spans(b));
+    let d = parse_gbnf("root ::= \"x\r\ny ::= \"z\"\r\n").unwrap_err();
+    assert_eq!(d.errors().next().unwrap().message, "unterminated string");
+}
