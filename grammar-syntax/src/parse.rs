@@ -378,7 +378,6 @@ impl<'s> Lowerer<'s> {
     fn item(&mut self, pair: Pair<'_, Rule>, offset: usize, out: &mut Vec<Expr>) {
         let mut parts = pair.into_inner();
         let Some(primary) = parts.next() else { return };
-        let start = out.len();
         self.primary(primary, offset, out);
         for op in parts {
             // Operators apply to the last expression (in GBNF `a.b*` is `a . b*`).
@@ -387,21 +386,14 @@ impl<'s> Lowerer<'s> {
                 Rule::star => Expr::star(last),
                 Rule::plus => Expr::plus(last),
                 Rule::question => Expr::optional(last),
-                Rule::braces => {
-                    let span = Self::span(&op, offset);
-                    match self.braces(op, offset) {
-                        Some((min, max)) => Expr::repeat(last, min, max),
-                        None => {
-                            let _ = span;
-                            last
-                        }
-                    }
-                }
+                Rule::braces => match self.braces(op, offset) {
+                    Some((min, max)) => Expr::repeat(last, min, max),
+                    None => last,
+                },
                 _ => last,
             };
             out.push(wrapped);
         }
-        debug_assert!(out.len() > start || start == out.len());
     }
 
     /// The bounds of `{m}`, `{m,}`, `{m,n}`, `{,n}`; `None` after reporting an error.
