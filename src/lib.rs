@@ -90,10 +90,11 @@ pub fn parse_grammar(text: &str, format: GrammarFormat, root: &str) -> Result<Pa
             let grammar = grammask_syntax::parse_regex(pattern)?;
             Ok(Parsed { grammar, warnings: Vec::new() })
         }
-        GrammarFormat::JsonSchema => Err(Diagnostics::one(
-            Diagnostic::global("JSON Schema input is not available in this build")
-                .with_category(grammask_syntax::Category::Unsupported),
-        )),
+        GrammarFormat::JsonSchema => {
+            let options = grammask_syntax::JsonSchemaOptions::default();
+            let converted = grammask_syntax::parse_json_schema(text, &options)?;
+            Ok(Parsed { grammar: converted.grammar, warnings: converted.warnings })
+        }
     }
 }
 

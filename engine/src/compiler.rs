@@ -135,6 +135,17 @@ impl Compiler {
         self.compile_grammar(&parsed.grammar)
     }
 
+    /// Compiles a JSON Schema (its text) with the given conversion options.
+    pub fn compile_json_schema(
+        &self,
+        schema: &str,
+        options: &grammask_syntax::JsonSchemaOptions,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let converted =
+            grammask_syntax::parse_json_schema(schema, options).map_err(CompileError::Grammar)?;
+        self.compile_grammar(&converted.grammar)
+    }
+
     /// Compiles a regular expression that must match the whole text.
     pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let grammar = grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar)?;

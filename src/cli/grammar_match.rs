@@ -1,7 +1,7 @@
 //! `grammask match GRAMMAR [INPUT]`: is the input in the grammar's language?
 
 use super::input::{load_grammar, read_text, report_compile_error, EXIT_REJECTED};
-use grammask::{byte_vocabulary, Compiler, MatchError, Matcher};
+use grammask::{byte_vocabulary, Compiler, GrammarFormat, MatchError, Matcher};
 
 /// Arguments of `grammask match`.
 #[derive(clap::Args, Debug)]
@@ -27,10 +27,15 @@ pub fn run(args: &MatchArgs) -> i32 {
         Ok(l) => l,
         Err(code) => return code,
     };
-    let input = match read_text(args.input.as_deref().unwrap_or("-")) {
+    let mut input = match read_text(args.input.as_deref().unwrap_or("-")) {
         Ok(t) => t,
         Err(code) => return code,
     };
+    // A JSON document's trailing whitespace (a file's final newline) is not part of the
+    // value, as JSON parsers read it.
+    if loaded.format == GrammarFormat::JsonSchema {
+        input.truncate(input.trim_end_matches([' ', '\t', '\n', '\r']).len());
+    }
     let compiled = match Compiler::new(&byte_vocabulary()).compile_grammar(&loaded.grammar) {
         Ok(c) => c,
         Err(e) => return report_compile_error(&loaded.name, &e),

@@ -11,6 +11,8 @@ pub struct LoadedGrammar {
     pub grammar: Grammar,
     /// The name used in messages.
     pub name: String,
+    /// The format it was read in.
+    pub format: GrammarFormat,
 }
 
 /// Exit code for a refused input (invalid grammar, rejected text, limit).
@@ -66,7 +68,7 @@ pub fn load_grammar(path: &str, format: Option<&str>, root: &str) -> Result<Load
             for w in &parsed.warnings {
                 eprintln!("{}", w.render(&name, &text));
             }
-            Ok(LoadedGrammar { grammar: parsed.grammar, name })
+            Ok(LoadedGrammar { grammar: parsed.grammar, name, format })
         }
         Err(diagnostics) => {
             eprintln!("{}", diagnostics.render(&name, &text));
