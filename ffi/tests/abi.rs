@@ -1,0 +1,483 @@
+//! Drives every entry point of the C ABI through its Rust symbols: a happy path over a
+//! small vocabulary built from arrays, then bad arguments (NULL pointers, out-of-range
+//! tokens, invalid grammars, handles of the wrong kind, freed handles, double frees), each
+//! of which must give an error status and a message, never a crash.
+
+use grammask_ffi::*;
+use std::ffi::{c_char, CStr};
+use std::ptr::{null, null_mut};
+
+use GrammaskStatus as S;
+
+fn last_error() -> String {
+    // SAFETY: `grammask_last_error` returns a NUL-terminated string valid until the next
+    // call on this thread.
+    unsafe { CStr::from_ptr(grammask_last_error()) }.to_string_lossy().into_owned()
+}
+
+/// Asserts an error status with a non-empty message.
+#[track_caller]
+fn fails(status: GrammaskStatus, expected: GrammaskStatus) -> String {
+    assert_eq!(status, expected, "message: {}", last_error());
+    let message = last_error();
+    assert!(!message.is_empty(), "no message for {expected:?}");
+    message
+}
+
+#[track_caller]
+fn ok(status: GrammaskStatus) {
+    assert_eq!(status, S::Ok, "{}", last_error());
+    assert_eq!(last_error(), "");
+}
+
+/// Tokens: 0 "{", 1 "}", 2 "a", 3 "ab", 4 "<0x62>" (byte b), 5 "</s>" (special, stop);
+/// logits width 40.
+fn vocab() -> *mut GrammaskVocab {
+    let tokens: [&[u8]; 6] = [b"{", b"}", b"a", b"ab", b"<0x62>", b"</s>"];
+    let ptrs: Vec<*const u8> = tokens.iter().map(|t| t.as_ptr()).collect();
+    let lens: Vec<usize> = tokens.iter().map(|t| t.len()).collect();
+    let kinds = [0u8, 0, 0, 0, 2, 1];
+    let stop = [5u32];
+    let mut out = null_mut();
+    // SAFETY: arrays of 6 elements, valid token pointers and lengths, writable `out`.
+    ok(unsafe {
+        grammask_vocab_from_tokens(
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            kinds.as_ptr(),
+            6,
+            stop.as_ptr(),
+            1,
+            40,
+            &mut out,
+        )
+    });
+    assert!(!out.is_null());
+    out
+}
+
+const GBNF: &str = "root ::= \"{\" [ab]* \"}\"\n";
+
+fn grammar(v: *const GrammaskVocab) -> *mut GrammaskGrammar {
+    let mut g = null_mut();
+    // SAFETY: live vocabulary, text of the given length, writable `out`.
+    ok(unsafe { grammask_compile_gbnf(v, GBNF.as_ptr().cast(), GBNF.len(), null(), &mut g) });
+    g
+}
+
+#[test]
+fn happy_path() {
+    // SAFETY (whole test): every pointer passed is valid for the call as documented.
+    unsafe {
+        let v = vocab();
+        let mut size = 0;
+        ok(grammask_vocab_size(v, &mut size));
+        assert_eq!(size, 40);
+        let (mut bytes, mut len, mut kind) = (null(), 0usize, GrammaskTokenKind::Missing);
+        ok(grammask_vocab_token(v, 4, &mut bytes, &mut len, &mut kind));
+        assert_eq!(
+            (std::slice::from_raw_parts(bytes, len), kind),
+            (&b"b"[..], GrammaskTokenKind::Normal)
+        );
+        ok(grammask_vocab_token(v, 39, &mut bytes, &mut len, &mut kind));
+        assert_eq!((len, kind), (0, GrammaskTokenKind::Missing));
+        let mut stops = [0u32; 4];
+        let mut n = 0;
+        ok(grammask_vocab_stop_tokens(v, stops.as_mut_ptr(), 4, &mut n));
+        assert_eq!(&stops[..n], &[5]);
+
+        let g = grammar(v);
+        ok(grammask_vocab_free(v)); // the grammar keeps the vocabulary alive
+        let mut words = 0;
+        ok(grammask_grammar_bitmask_words(g, &mut words));
+        assert_eq!(words, 2);
+        let mut m = null_mut();
+        ok(grammask_matcher_new(g, &mut m));
+        ok(grammask_grammar_free(g)); // the matcher keeps the grammar alive
+
+        let mut mask = [0u32; 2];
+        ok(grammask_matcher_fill_next_token_bitmask(m, mask.as_mut_ptr(), 2));
+        assert_eq!(mask, [0b1, 0]);
+        let mut jump = [0u8; 8];
+        ok(grammask_matcher_jump_forward_bytes(m, jump.as_mut_ptr(), 8, &mut len));
+        assert_eq!(&jump[..len], b"{");
+        ok(grammask_matcher_accept_bytes(m, jump.as_ptr(), len));
+        ok(grammask_matcher_fill_next_token_bitmask(m, mask.as_mut_ptr(), 2));
+        assert_eq!(mask, [0b11110, 0]);
+
+        let mut cands: Vec<GrammaskTokenData> =
+            (0..6).map(|id| GrammaskTokenData { id, logit: 1.0, p: 0.5 }).collect();
+        ok(grammask_matcher_apply_to_candidates(m, cands.as_mut_ptr(), cands.len()));
+        let logits: Vec<f32> = cands.iter().map(|c| c.logit).collect();
+        assert_eq!(logits, [f32::NEG_INFINITY, 1.0, 1.0, 1.0, 1.0, f32::NEG_INFINITY]);
+        assert!(cands.iter().all(|c| c.p == 0.5));
+
+        ok(grammask_matcher_accept_token(m, 3));
+        ok(grammask_matcher_accept_token(m, 4));
+        let mut accepted = 0;
+        ok(grammask_matcher_validate_tokens(m, [2, 1, 5, 0].as_ptr(), 4, &mut accepted));
+        assert_eq!(accepted, 3);
+        let mut fork = null_mut();
+        ok(grammask_matcher_fork(m, &mut fork));
+        ok(grammask_matcher_accept_token(fork, 1));
+        let mut flag = false;
+        ok(grammask_matcher_can_terminate(fork, &mut flag));
+        assert!(flag);
+        ok(grammask_matcher_can_terminate(m, &mut flag));
+        assert!(!flag, "the fork is independent");
+        ok(grammask_matcher_accept_token(fork, 5));
+        ok(grammask_matcher_is_terminated(fork, &mut flag));
+        assert!(flag);
+        ok(grammask_matcher_rollback(fork, 2));
+        ok(grammask_matcher_is_terminated(fork, &mut flag));
+        assert!(!flag);
+        ok(grammask_matcher_reset(fork));
+        ok(grammask_matcher_fill_next_token_bitmask(fork, mask.as_mut_ptr(), 2));
+        assert_eq!(mask, [0b1, 0]);
+        ok(grammask_matcher_free(fork));
+        ok(grammask_matcher_free(m));
+        ok(grammask_matcher_free(null_mut()));
+        let version = CStr::from_ptr(grammask_version()).to_str().unwrap();
+        assert_eq!(version, env!("CARGO_PKG_VERSION"));
+        let name = CStr::from_ptr(grammask_status_name(S::Rejected as i32));
+        assert_eq!(name.to_str().unwrap(), "GRAMMASK_STATUS_REJECTED");
+    }
+}
+
+#[test]
+fn builtin_vocabulary_and_grammar_formats() {
+    // SAFETY (whole test): every pointer passed is valid for the call as documented.
+    unsafe {
+        let mut v = null_mut();
+        ok(grammask_vocab_load(c"r50k_base".as_ptr(), &mut v));
+        let mut g = null_mut();
+        let ebnf = "root ::= \"x\" | \"y\"";
+        ok(grammask_compile_ebnf(v, ebnf.as_ptr().cast(), ebnf.len(), c"root".as_ptr(), &mut g));
+        ok(grammask_grammar_free(g));
+        let re = "[0-9]{1,3}";
+        ok(grammask_compile_regex(v, re.as_ptr().cast(), re.len(), &mut g));
+        ok(grammask_grammar_free(g));
+        let schema = r#"{"type": "integer"}"#;
+        match grammask_compile_json_schema(v, schema.as_ptr().cast(), schema.len(), &mut g) {
+            S::Ok => ok(grammask_grammar_free(g)),
+            status => {
+                fails(status, S::Unsupported);
+            }
+        }
+        ok(grammask_vocab_free(v));
+    }
+}
+
+#[test]
+fn bad_arguments_give_error_statuses() {
+    // SAFETY (whole test): the pointers passed are NULL, live handles, freed handles or
+    // handles of another kind, which the library checks before any dereference; buffers
+    // are valid for the lengths given.
+    unsafe {
+        let v = vocab();
+        let g = grammar(v);
+        let mut m = null_mut();
+        ok(grammask_matcher_new(g, &mut m));
+        let (vc, gc, mc) = (v.cast_const(), g.cast_const(), m.cast_const());
+        let mut size = 0usize;
+        let mut flag = false;
+        let mut mask = [0u32; 2];
+        let mut buf = [0u8; 4];
+        let one: [*const u8; 1] = [b"x".as_ptr()];
+
+        // Vocabularies.
+        fails(grammask_vocab_load(null(), &mut null_mut()), S::NullPointer);
+        fails(grammask_vocab_load(c"o200k_base".as_ptr(), null_mut()), S::NullPointer);
+        fails(
+            grammask_vocab_load(c"/no/such/tokenizer.json".as_ptr(), &mut null_mut()),
+            S::Vocabulary,
+        );
+        fails(grammask_vocab_load(c"\xff".as_ptr(), &mut null_mut()), S::InvalidArgument);
+        fails(
+            grammask_vocab_from_tokens(
+                null(),
+                [1].as_ptr(),
+                null(),
+                1,
+                null(),
+                0,
+                0,
+                &mut null_mut(),
+            ),
+            S::NullPointer,
+        );
+        fails(
+            grammask_vocab_from_tokens(
+                one.as_ptr(),
+                null(),
+                null(),
+                1,
+                null(),
+                0,
+                0,
+                &mut null_mut(),
+            ),
+            S::NullPointer,
+        );
+        fails(
+            grammask_vocab_from_tokens(
+                one.as_ptr(),
+                [1].as_ptr(),
+                null(),
+                1,
+                null(),
+                1,
+                0,
+                &mut null_mut(),
+            ),
+            S::NullPointer,
+        );
+        fails(
+            grammask_vocab_from_tokens(
+                [null()].as_ptr(),
+                [1].as_ptr(),
+                null(),
+                1,
+                null(),
+                0,
+                0,
+                &mut null_mut(),
+            ),
+            S::NullPointer,
+        );
+        fails(
+            grammask_vocab_from_tokens(
+                one.as_ptr(),
+                [1].as_ptr(),
+                [7].as_ptr(),
+                1,
+                null(),
+                0,
+                0,
+                &mut null_mut(),
+            ),
+            S::InvalidArgument,
+        );
+        fails(
+            grammask_vocab_from_tokens(
+                [b"xy".as_ptr()].as_ptr(),
+                [2].as_ptr(),
+                [2].as_ptr(),
+                1,
+                null(),
+                0,
+                0,
+                &mut null_mut(),
+            ),
+            S::InvalidArgument,
+        );
+        fails(
+            grammask_vocab_from_tokens(
+                one.as_ptr(),
+                [1].as_ptr(),
+                null(),
+                1,
+                [3].as_ptr(),
+                1,
+                0,
+                &mut null_mut(),
+            ),
+            S::Vocabulary,
+        );
+        fails(
+            grammask_vocab_from_tokens(
+                one.as_ptr(),
+                [1].as_ptr(),
+                null(),
+                1,
+                null(),
+                0,
+                0,
+                null_mut(),
+            ),
+            S::NullPointer,
+        );
+        fails(grammask_vocab_size(null(), &mut size), S::NullPointer);
+        fails(grammask_vocab_size(vc, null_mut()), S::NullPointer);
+        fails(grammask_vocab_size(gc.cast(), &mut size), S::InvalidHandle);
+        fails(grammask_vocab_token(vc, 40, &mut null(), &mut size, null_mut()), S::TokenOutOfRange);
+        fails(grammask_vocab_token(vc, -1, &mut null(), &mut size, null_mut()), S::TokenOutOfRange);
+        fails(grammask_vocab_token(vc, 0, null_mut(), &mut size, null_mut()), S::NullPointer);
+        fails(
+            grammask_vocab_token(mc.cast(), 0, &mut null(), &mut size, null_mut()),
+            S::InvalidHandle,
+        );
+        fails(grammask_vocab_stop_tokens(vc, null_mut(), 0, &mut size), S::BufferTooSmall);
+        assert_eq!(size, 1);
+        fails(grammask_vocab_stop_tokens(vc, null_mut(), 1, &mut size), S::NullPointer);
+        fails(grammask_vocab_stop_tokens(vc, null_mut(), 0, null_mut()), S::NullPointer);
+        fails(grammask_vocab_free(g.cast()), S::InvalidHandle);
+
+        // Compilation.
+        let bad = "root ::= \"{\" value\n";
+        let message = fails(
+            grammask_compile_gbnf(vc, bad.as_ptr().cast(), bad.len(), null(), &mut null_mut()),
+            S::Grammar,
+        );
+        assert!(message.contains(":1:"), "line:col in {message}");
+        let message = fails(
+            grammask_compile_ebnf(vc, "root ::= (".as_ptr().cast(), 10, null(), &mut null_mut()),
+            S::Grammar,
+        );
+        assert!(message.contains("1:"), "line:col in {message}");
+        fails(
+            grammask_compile_gbnf(
+                vc,
+                GBNF.as_ptr().cast(),
+                GBNF.len(),
+                c"main".as_ptr(),
+                &mut null_mut(),
+            ),
+            S::Grammar,
+        );
+        fails(grammask_compile_regex(vc, "(a".as_ptr().cast(), 2, &mut null_mut()), S::Grammar);
+        let tok = "root ::= <[99]>";
+        fails(
+            grammask_compile_gbnf(vc, tok.as_ptr().cast(), tok.len(), null(), &mut null_mut()),
+            S::TokenOutOfRange,
+        );
+        let not_json = "{";
+        let status = grammask_compile_json_schema(vc, not_json.as_ptr().cast(), 1, &mut null_mut());
+        assert!(matches!(status, S::Grammar | S::Unsupported), "{status:?}");
+        fails(grammask_compile_gbnf(vc, null(), 3, null(), &mut null_mut()), S::NullPointer);
+        fails(
+            grammask_compile_gbnf(vc, b"\xff\xfe".as_ptr().cast(), 2, null(), &mut null_mut()),
+            S::InvalidArgument,
+        );
+        fails(
+            grammask_compile_gbnf(vc, GBNF.as_ptr().cast(), GBNF.len(), null(), null_mut()),
+            S::NullPointer,
+        );
+        fails(
+            grammask_compile_gbnf(
+                null(),
+                GBNF.as_ptr().cast(),
+                GBNF.len(),
+                null(),
+                &mut null_mut(),
+            ),
+            S::NullPointer,
+        );
+        fails(
+            grammask_compile_gbnf(
+                gc.cast(),
+                GBNF.as_ptr().cast(),
+                GBNF.len(),
+                null(),
+                &mut null_mut(),
+            ),
+            S::InvalidHandle,
+        );
+        fails(
+            grammask_compile_regex(mc.cast(), "a".as_ptr().cast(), 1, &mut null_mut()),
+            S::InvalidHandle,
+        );
+        fails(
+            grammask_compile_json_schema(gc.cast(), "{}".as_ptr().cast(), 2, &mut null_mut()),
+            S::InvalidHandle,
+        );
+        fails(grammask_grammar_bitmask_words(vc.cast(), &mut size), S::InvalidHandle);
+        fails(grammask_grammar_bitmask_words(gc, null_mut()), S::NullPointer);
+        fails(grammask_grammar_free(m.cast()), S::InvalidHandle);
+
+        // Matchers.
+        fails(grammask_matcher_new(vc.cast(), &mut null_mut()), S::InvalidHandle);
+        fails(grammask_matcher_new(gc, null_mut()), S::NullPointer);
+        fails(grammask_matcher_fork(gc.cast(), &mut null_mut()), S::InvalidHandle);
+        fails(grammask_matcher_fork(mc, null_mut()), S::NullPointer);
+        fails(grammask_matcher_fill_next_token_bitmask(m, mask.as_mut_ptr(), 1), S::BufferTooSmall);
+        fails(grammask_matcher_fill_next_token_bitmask(m, null_mut(), 2), S::NullPointer);
+        fails(
+            grammask_matcher_fill_next_token_bitmask(g.cast(), mask.as_mut_ptr(), 2),
+            S::InvalidHandle,
+        );
+        fails(grammask_matcher_accept_token(m, 40), S::TokenOutOfRange);
+        fails(grammask_matcher_accept_token(m, -5), S::TokenOutOfRange);
+        fails(grammask_matcher_accept_token(m, 1), S::Rejected);
+        fails(grammask_matcher_accept_token(m, 5), S::Rejected);
+        fails(grammask_matcher_accept_token(v.cast(), 0), S::InvalidHandle);
+        fails(grammask_matcher_accept_bytes(m, b"}".as_ptr(), 1), S::Rejected);
+        fails(grammask_matcher_accept_bytes(m, null(), 1), S::NullPointer);
+        fails(grammask_matcher_accept_bytes(null_mut(), b"{".as_ptr(), 1), S::NullPointer);
+        fails(grammask_matcher_rollback(m, 1), S::RollbackTooFar);
+        fails(grammask_matcher_rollback(g.cast(), 0), S::InvalidHandle);
+        fails(grammask_matcher_reset(null_mut()), S::NullPointer);
+        fails(grammask_matcher_reset(v.cast()), S::InvalidHandle);
+        fails(grammask_matcher_is_terminated(mc, null_mut()), S::NullPointer);
+        fails(grammask_matcher_is_terminated(vc.cast(), &mut flag), S::InvalidHandle);
+        fails(grammask_matcher_can_terminate(mc, null_mut()), S::NullPointer);
+        fails(grammask_matcher_can_terminate(gc.cast(), &mut flag), S::InvalidHandle);
+        fails(
+            grammask_matcher_jump_forward_bytes(mc, buf.as_mut_ptr(), 0, &mut size),
+            S::BufferTooSmall,
+        );
+        assert_eq!(size, 1);
+        fails(grammask_matcher_jump_forward_bytes(mc, null_mut(), 4, &mut size), S::NullPointer);
+        fails(
+            grammask_matcher_jump_forward_bytes(mc, buf.as_mut_ptr(), 4, null_mut()),
+            S::NullPointer,
+        );
+        fails(
+            grammask_matcher_jump_forward_bytes(gc.cast(), buf.as_mut_ptr(), 4, &mut size),
+            S::InvalidHandle,
+        );
+        fails(grammask_matcher_validate_tokens(mc, null(), 2, &mut size), S::NullPointer);
+        fails(grammask_matcher_validate_tokens(mc, [0].as_ptr(), 1, null_mut()), S::NullPointer);
+        fails(
+            grammask_matcher_validate_tokens(vc.cast(), [0].as_ptr(), 1, &mut size),
+            S::InvalidHandle,
+        );
+        ok(grammask_matcher_validate_tokens(mc, [0, -1, 1].as_ptr(), 3, &mut size));
+        assert_eq!(size, 1);
+        let mut cands = [
+            GrammaskTokenData { id: 0, logit: 1.0, p: 0.0 },
+            GrammaskTokenData { id: 40, logit: 1.0, p: 0.0 },
+        ];
+        fails(grammask_matcher_apply_to_candidates(m, cands.as_mut_ptr(), 2), S::TokenOutOfRange);
+        assert_eq!(cands[0].logit, 1.0, "nothing changes on error");
+        cands[1].id = -1;
+        fails(grammask_matcher_apply_to_candidates(m, cands.as_mut_ptr(), 2), S::TokenOutOfRange);
+        fails(grammask_matcher_apply_to_candidates(m, null_mut(), 2), S::NullPointer);
+        fails(
+            grammask_matcher_apply_to_candidates(g.cast(), cands.as_mut_ptr(), 1),
+            S::InvalidHandle,
+        );
+        // After a stop token.
+        ok(grammask_matcher_accept_bytes(m, b"{}".as_ptr(), 2));
+        ok(grammask_matcher_accept_token(m, 5));
+        fails(grammask_matcher_accept_token(m, 0), S::Terminated);
+        fails(grammask_matcher_accept_bytes(m, b"a".as_ptr(), 1), S::Terminated);
+
+        // A handle that was never one, freed handles and double frees.
+        let mut not_a_handle = [0u64; 4];
+        fails(grammask_matcher_reset(not_a_handle.as_mut_ptr().cast()), S::InvalidHandle);
+        ok(grammask_matcher_free(m));
+        fails(grammask_matcher_free(m), S::InvalidHandle);
+        fails(grammask_matcher_accept_token(m, 0), S::InvalidHandle);
+        ok(grammask_grammar_free(g));
+        fails(grammask_grammar_free(g), S::InvalidHandle);
+        fails(grammask_matcher_new(gc, &mut null_mut()), S::InvalidHandle);
+        ok(grammask_vocab_free(v));
+        fails(grammask_vocab_free(v), S::InvalidHandle);
+        fails(
+            grammask_compile_regex(vc, "a".as_ptr().cast(), 1, &mut null_mut()),
+            S::InvalidHandle,
+        );
+
+        // Messages are per thread.
+        let status = std::thread::spawn(|| {
+            let s = grammask_vocab_size(null(), &mut 0);
+            (s, last_error())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(status.0, S::NullPointer);
+        assert!(!status.1.is_empty());
+        let _: *const c_char = grammask_last_error();
+    }
+}
