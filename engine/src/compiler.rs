@@ -9,6 +9,7 @@
 use crate::automaton::nfa::{Nfa, NfaError};
 use crate::automaton::Dfa;
 use crate::error::CompileError;
+use crate::follow::{exit_bytes, ByteSet};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::stack::{Position, Stack};
@@ -220,10 +221,10 @@ impl Compiler {
             state_base.push(base);
             base += dfa.len() as u32;
         }
-        let cache = if self.config.mask_cache {
-            (0..total_states).map(|_| OnceLock::new()).collect()
+        let (cache, exits) = if self.config.mask_cache {
+            ((0..total_states).map(|_| OnceLock::new()).collect(), exit_bytes(&automata))
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         Ok(Arc::new(CompiledGrammar {
             vocab: self.vocab.clone(),
@@ -235,6 +236,7 @@ impl Compiler {
             total_states,
             state_base,
             cache,
+            exits,
         }))
     }
 }
@@ -254,6 +256,9 @@ pub struct CompiledGrammar {
     state_base: Vec<u32>,
     /// The adaptive token mask cache, one entry per automaton state (empty when off).
     cache: Vec<OnceLock<PositionMask>>,
+    /// Per rule and state, the bytes that may follow when leaving the automaton there
+    /// (context expansion for the cache).
+    exits: Vec<Vec<ByteSet>>,
 }
 
 impl CompiledGrammar {
@@ -292,7 +297,8 @@ impl CompiledGrammar {
     pub(crate) fn position_mask(&self, position: Position) -> Option<&PositionMask> {
         let index = self.state_base[position.rule.index()] as usize + position.state.index();
         let slot = self.cache.get(index)?;
-        Some(slot.get_or_init(|| classify(self.dfa(position), position.state, &self.vocab)))
+        let exits = &self.exits[position.rule.index()];
+        Some(slot.get_or_init(|| classify(self.dfa(position), position.state, exits, &self.vocab)))
     }
 
     /// Whether masks use the token mask cache.

@@ -15,6 +15,7 @@
 pub mod automaton;
 pub mod compiler;
 pub mod error;
+mod follow;
 pub mod ids;
 mod mask;
 pub mod matcher;

@@ -11,11 +11,14 @@
 //!
 //! The classification walks the sorted vocabulary with one automaton state per prefix
 //! length and skips every token that shares a refused prefix, so it costs about one table
-//! lookup per trie node visited. Entries are filled on first visit (`OnceLock`: never
+//! lookup per trie node visited. Context expansion ([`crate::follow`]) narrows the
+//! context-dependent tokens: leaving the automaton only matters when the next byte can
+//! follow there (start a callee, or follow the rule somewhere in the grammar). Entries are filled on first visit (`OnceLock`: never
 //! twice, safe from many threads) and shared by every matcher of the grammar. Accepted
 //! sets are stored as an id list or a bitset, whichever is smaller.
 
 use crate::automaton::Dfa;
+use crate::follow::ByteSet;
 use crate::ids::StateId;
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
 
@@ -72,13 +75,20 @@ fn is_open(dfa: &Dfa, state: StateId) -> bool {
     dfa.is_accepting(state) || !dfa.calls(state).is_empty()
 }
 
-/// Classifies every ordinary token at `(dfa, state)`.
-pub(crate) fn classify(dfa: &Dfa, state: StateId, vocab: &Vocabulary) -> PositionMask {
+/// Classifies every ordinary token at `(dfa, state)`; `exits` are the exit bytes of the
+/// rule's states ([`crate::follow`]).
+pub(crate) fn classify(
+    dfa: &Dfa,
+    state: StateId,
+    exits: &[ByteSet],
+    vocab: &Vocabulary,
+) -> PositionMask {
     let sorted = vocab.sorted();
     let n = sorted.len();
     let mut accepted: Vec<u32> = Vec::new();
     let mut dependent: Vec<u32> = Vec::new();
-    // levels[d] = (state after d bytes, whether a state after 1..=d bytes was open)
+    // levels[d] = (state after d bytes, whether the token could have left the automaton
+    // at an open state after 1..d bytes, the next byte being one of that state's exits)
     let mut levels: Vec<(StateId, bool)> = vec![(state, false)];
     let mut depth = 0usize;
     let mut i = 0usize;
@@ -88,10 +98,14 @@ pub(crate) fn classify(dfa: &Dfa, state: StateId, vocab: &Vocabulary) -> Positio
         depth = shared;
         let mut refused_at = None;
         for (d, &b) in bytes.iter().enumerate().skip(shared) {
-            let (current, open) = levels[d];
+            let (current, left_before) = levels[d];
+            // Leaving here: after at least one byte, at an open state, with `b` an exit
+            // byte (the start state's exits are other stacks of the closure).
+            let open = left_before
+                || (d > 0 && is_open(dfa, current) && exits[current.index()].contains(b));
             match dfa.next(current, b) {
                 Some(next) => {
-                    let entry = (next, open || is_open(dfa, next));
+                    let entry = (next, open);
                     if levels.len() <= d + 1 {
                         levels.push(entry);
                     } else {

@@ -1,0 +1,148 @@
+//! Context expansion: which bytes may come next when the matcher leaves a rule's
+//! automaton at an open state (one that calls another rule or may end its rule).
+//!
+//! For each rule: `nullable` (matches the empty string), `first` (bytes that can start
+//! it), `follow` (bytes that can come right after it anywhere in the grammar). For each
+//! state `q` of rule `r`, the *exit bytes* are what can be read next other than through
+//! `q`'s own byte transitions: `first` of each callee (and what follows the call when the
+//! callee is nullable), and `follow(r)` when `q` may end `r`. All sets over-approximate,
+//! so a token whose next byte is outside them is rejected whatever the stack: the token
+//! mask cache uses this to turn context-dependent tokens into rejected ones.
+
+use crate::automaton::Dfa;
+use crate::ids::StateId;
+
+/// A set of bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    #[inline]
+    pub(crate) fn contains(&self, b: u8) -> bool {
+        self.0[(b >> 6) as usize] & (1 << (b & 63)) != 0
+    }
+
+    /// Adds `other`; whether anything was new.
+    fn union(&mut self, other: &ByteSet) -> bool {
+        let mut changed = false;
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            let next = *a | b;
+            changed |= next != *a;
+            *a = next;
+        }
+        changed
+    }
+}
+
+/// Rules that match the empty string (fixpoint over the automata).
+pub(crate) fn nullable_rules(automata: &[Dfa]) -> Vec<bool> {
+    let mut nullable = vec![false; automata.len()];
+    loop {
+        let mut changed = false;
+        for (r, dfa) in automata.iter().enumerate() {
+            if !nullable[r]
+                && epsilon_reach(dfa, dfa.start(), &nullable)
+                    .iter()
+                    .any(|&(s, _)| dfa.is_accepting(s))
+            {
+                nullable[r] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return nullable;
+        }
+    }
+}
+
+/// States reachable from `from` through calls of nullable rules only (with `from`).
+fn epsilon_reach(dfa: &Dfa, from: StateId, nullable: &[bool]) -> Vec<(StateId, ())> {
+    let mut seen = vec![from];
+    let mut i = 0;
+    while i < seen.len() {
+        for &(callee, t) in dfa.calls(seen[i]) {
+            if nullable[callee.index()] && !seen.contains(&t) {
+                seen.push(t);
+            }
+        }
+        i += 1;
+    }
+    seen.into_iter().map(|s| (s, ())).collect()
+}
+
+/// Bytes that can be read from state `s` of `dfa` onwards before the rule ends, and
+/// whether the rule can end without reading.
+fn next_bytes(dfa: &Dfa, s: StateId, nullable: &[bool], first: &[ByteSet]) -> (ByteSet, bool) {
+    let mut set = ByteSet::default();
+    let mut can_end = false;
+    for (q, ()) in epsilon_reach(dfa, s, nullable) {
+        set.union(&ByteSet(dfa.byte_set(q)));
+        for &(callee, _) in dfa.calls(q) {
+            set.union(&first[callee.index()]);
+        }
+        can_end |= dfa.is_accepting(q);
+    }
+    (set, can_end)
+}
+
+/// The exit bytes of every state of every rule (indexed like the automata).
+pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<Vec<ByteSet>> {
+    let n = automata.len();
+    let nullable = nullable_rules(automata);
+    let mut first = vec![ByteSet::default(); n];
+    loop {
+        let mut changed = false;
+        for (r, dfa) in automata.iter().enumerate() {
+            let (set, _) = next_bytes(dfa, dfa.start(), &nullable, &first);
+            changed |= first[r].union(&set);
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut follow = vec![ByteSet::default(); n];
+    loop {
+        let mut changed = false;
+        for (r, dfa) in automata.iter().enumerate() {
+            for s in 0..dfa.len() {
+                for &(callee, ret) in dfa.calls(StateId::new(s)) {
+                    let (mut set, can_end) = next_bytes(dfa, ret, &nullable, &first);
+                    if can_end {
+                        let outer = follow[r];
+                        set.union(&outer);
+                    }
+                    changed |= follow[callee.index()].union(&set);
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    automata
+        .iter()
+        .enumerate()
+        .map(|(r, dfa)| {
+            (0..dfa.len())
+                .map(|s| {
+                    let q = StateId::new(s);
+                    let mut set = ByteSet::default();
+                    for &(callee, ret) in dfa.calls(q) {
+                        set.union(&first[callee.index()]);
+                        if nullable[callee.index()] {
+                            let (after, can_end) = next_bytes(dfa, ret, &nullable, &first);
+                            set.union(&after);
+                            if can_end {
+                                set.union(&follow[r]);
+                            }
+                        }
+                    }
+                    if dfa.is_accepting(q) {
+                        set.union(&follow[r]);
+                    }
+                    set
+                })
+                .collect()
+        })
+        .collect()
+}
