@@ -14,17 +14,17 @@
 pub mod analysis;
 pub mod diagnostic;
 pub mod ir;
+pub mod json_schema;
 pub mod parse;
 pub mod print;
-pub mod validate;
-pub mod json_schema;
 pub mod regex;
+pub mod validate;
 
 pub use diagnostic::{Category, Diagnostic, Diagnostics, LineCol, Severity};
 pub use ir::{CharClass, Expr, Grammar, GrammarBuilder, Rule, RuleId, Span, TokenSet};
-pub use parse::{parse_ebnf, parse_gbnf, parse_grammar, Dialect, ParseOptions, Parsed};
-pub use validate::validate;
-pub use regex::{parse_regex, regex_to_ir, RegexOptions};
 pub use json_schema::{
     builtin_json_grammar, json_schema_to_grammar, parse_json_schema, Converted, JsonSchemaOptions,
 };
+pub use parse::{parse_ebnf, parse_gbnf, parse_grammar, Dialect, ParseOptions, Parsed};
+pub use regex::{parse_regex, regex_to_ir, RegexOptions};
+pub use validate::validate;
