@@ -22,7 +22,7 @@ fn case(seed: u64) -> Result<Stats, String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(40))]
+    #![proptest_config(ProptestConfig::with_cases(60))]
     #[test]
     fn mask_equals_naive_check_on_o200k(seed in any::<u64>()) {
         let result = case(seed);
@@ -33,7 +33,7 @@ proptest! {
 #[test]
 fn fixed_seeds_on_o200k() {
     let mut totals = Stats::default();
-    for seed in 0..12u64 {
+    for seed in 0..fixed_seeds(12) {
         match case(seed) {
             Ok(stats) => totals += stats,
             Err(e) => panic!("{e}"),
@@ -41,4 +41,9 @@ fn fixed_seeds_on_o200k() {
     }
     eprintln!("o200k, fixed seeds: {totals:?}");
     assert!(totals.steps > 12 && totals.token_checks > 10_000, "{totals:?}");
+}
+
+/// `GRAMMASK_FUZZ_SEEDS=n` runs n fixed seeds instead of the default (for long runs).
+fn fixed_seeds(default: u64) -> u64 {
+    std::env::var("GRAMMASK_FUZZ_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }

@@ -31,7 +31,7 @@ fn case(seed: u64) -> Result<(), String> {
     let mut rng = XorShift::new(seed ^ 0x5EED);
     let rv = random_vocab(&mut rng);
     let config = CaseConfig {
-        grammar: GrammarConfig { max_rules: 3, max_depth: 3, token_ids: vec![rv.special_a, 0] },
+        grammar: GrammarConfig { max_rules: 4, max_depth: 3, token_ids: vec![rv.special_a, 0] },
         max_steps: 12,
         coverage: Coverage::All,
     };
@@ -41,7 +41,7 @@ fn case(seed: u64) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(ProptestConfig::with_cases(500))]
     #[test]
     fn mask_equals_naive_check_on_small_vocab(seed in any::<u64>()) {
         let result = case(seed);
@@ -51,7 +51,7 @@ proptest! {
 
 #[test]
 fn fixed_seeds_on_small_vocab() {
-    for seed in 0..200u64 {
+    for seed in 0..fixed_seeds(200) {
         if let Err(e) = case(seed) {
             panic!("{e}");
         }
@@ -59,4 +59,9 @@ fn fixed_seeds_on_small_vocab() {
     let totals = *TOTALS.lock().unwrap();
     eprintln!("small vocabulary totals so far: {totals:?}");
     assert!(totals.steps > 500 && totals.terminated > 20, "{totals:?}");
+}
+
+/// `GRAMMASK_FUZZ_SEEDS=n` runs n fixed seeds instead of the default (for long runs).
+fn fixed_seeds(default: u64) -> u64 {
+    std::env::var("GRAMMASK_FUZZ_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
