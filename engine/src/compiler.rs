@@ -8,10 +8,12 @@
 
 use crate::automaton::nfa::{Nfa, NfaError};
 use crate::automaton::Dfa;
+use crate::cache::GrammarCache;
 use crate::error::CompileError;
 use crate::follow::{exit_bytes, ByteSet};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
+use crate::serialize::vocabulary_fingerprint;
 use crate::stack::{Position, Stack};
 use crate::token_cache::{classify, PositionMask};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
@@ -95,6 +97,8 @@ impl Default for CompilerConfig {
 pub struct Compiler {
     vocab: Arc<Vocabulary>,
     config: CompilerConfig,
+    fingerprint: Arc<OnceLock<u64>>,
+    cache: Option<Arc<GrammarCache>>,
 }
 
 impl Compiler {
@@ -105,7 +109,12 @@ impl Compiler {
 
     /// A compiler sharing an existing vocabulary.
     pub fn from_arc(vocab: Arc<Vocabulary>) -> Self {
-        Compiler { vocab, config: CompilerConfig::default() }
+        Compiler {
+            vocab,
+            config: CompilerConfig::default(),
+            fingerprint: Arc::default(),
+            cache: None,
+        }
     }
 
     /// The same compiler with other settings.
@@ -155,6 +164,22 @@ impl Compiler {
 
     /// Compiles a grammar given as IR.
     pub fn compile_grammar(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
+        match &self.cache {
+            Some(cache) => {
+                cache.get_or_compile(grammar, &self.config, || self.compile_uncached(grammar))
+            }
+            None => self.compile_uncached(grammar),
+        }
+    }
+
+    /// The same compiler, keeping compiled grammars in `cache` (keyed by the grammar's
+    /// content and the settings), so the same grammar compiles once.
+    pub fn with_grammar_cache(mut self, cache: Arc<GrammarCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    fn compile_uncached(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
         let limits = &self.config.limits;
         let grammar = passes::run(grammar.clone(), &self.config.passes);
         let size = grammar.size();
@@ -213,31 +238,43 @@ impl Compiler {
         }
         check_productive(&grammar, &automata)?;
         check_left_recursion(&grammar, &automata)?;
-        let root = grammar.root;
-        let initial = Stack::root(Position { rule: root, state: automata[root.index()].start() });
-        let mut state_base = Vec::with_capacity(automata.len());
-        let mut base = 0u32;
-        for dfa in &automata {
-            state_base.push(base);
-            base += dfa.len() as u32;
-        }
-        let (cache, exits) = if self.config.mask_cache {
-            ((0..total_states).map(|_| OnceLock::new()).collect(), exit_bytes(&automata))
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        Ok(Arc::new(CompiledGrammar {
-            vocab: self.vocab.clone(),
+        Ok(Arc::new(CompiledGrammar::assemble(
+            self.vocab.clone(),
             grammar,
             automata,
             token_sets,
-            limits: limits.clone(),
-            initial,
-            total_states,
-            state_base,
-            cache,
-            exits,
-        }))
+            limits.clone(),
+            self.config.mask_cache,
+        )))
+    }
+
+    /// Loads a grammar serialized by [`CompiledGrammar::serialize`] for this compiler's
+    /// vocabulary. Malformed bytes, another format version or another vocabulary give
+    /// [`CompileError::Load`].
+    pub fn deserialize(&self, bytes: &[u8]) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let parts =
+            crate::serialize::read(bytes, self.fingerprint()).map_err(CompileError::Load)?;
+        let vocab_size = self.vocab.vocab_size();
+        for set in &parts.token_sets {
+            if let Some(&id) = set.ids.iter().find(|&&id| id as usize >= vocab_size) {
+                return Err(CompileError::TokenOutOfRange { id, vocab_size });
+            }
+        }
+        check_productive(&parts.grammar, &parts.automata)?;
+        check_left_recursion(&parts.grammar, &parts.automata)?;
+        Ok(Arc::new(CompiledGrammar::assemble(
+            self.vocab.clone(),
+            parts.grammar,
+            parts.automata,
+            parts.token_sets,
+            parts.limits,
+            self.config.mask_cache,
+        )))
+    }
+
+    /// The vocabulary's fingerprint, computed once per compiler.
+    fn fingerprint(&self) -> u64 {
+        *self.fingerprint.get_or_init(|| vocabulary_fingerprint(&self.vocab))
     }
 }
 
@@ -262,6 +299,60 @@ pub struct CompiledGrammar {
 }
 
 impl CompiledGrammar {
+    fn assemble(
+        vocab: Arc<Vocabulary>,
+        grammar: Grammar,
+        automata: Vec<Dfa>,
+        token_sets: Vec<TokenSet>,
+        limits: Limits,
+        mask_cache: bool,
+    ) -> CompiledGrammar {
+        let root = grammar.root;
+        let initial = Stack::root(Position { rule: root, state: automata[root.index()].start() });
+        let mut state_base = Vec::with_capacity(automata.len());
+        let mut total_states = 0usize;
+        for dfa in &automata {
+            state_base.push(total_states as u32);
+            total_states += dfa.len();
+        }
+        let (cache, exits) = if mask_cache {
+            ((0..total_states).map(|_| OnceLock::new()).collect(), exit_bytes(&automata))
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        CompiledGrammar {
+            vocab,
+            grammar,
+            automata,
+            token_sets,
+            limits,
+            initial,
+            total_states,
+            state_base,
+            cache,
+            exits,
+        }
+    }
+
+    /// The grammar as bytes, for [`Compiler::deserialize`] with the same vocabulary. The
+    /// token mask cache is not included; it refills on first use.
+    pub fn serialize(&self) -> Vec<u8> {
+        crate::serialize::write(
+            vocabulary_fingerprint(&self.vocab),
+            &self.limits,
+            &self.grammar,
+            &self.token_sets,
+            &self.automata,
+        )
+    }
+
+    /// Heap bytes used by the automata and the filled token mask cache entries.
+    pub fn memory(&self) -> usize {
+        self.automata.iter().map(Dfa::memory).sum::<usize>()
+            + self.grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>()
+            + self.mask_cache_memory()
+    }
+
     /// The vocabulary it was compiled for.
     pub fn vocabulary(&self) -> &Arc<Vocabulary> {
         &self.vocab

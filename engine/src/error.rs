@@ -20,6 +20,9 @@ pub enum CompileError {
     /// The grammar is outside what the engine matches (for example left recursion).
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// Serialized grammar bytes could not be loaded.
+    #[error("error: cannot load the serialized grammar: {0}")]
+    Load(String),
     /// The grammar names a token id the vocabulary does not have.
     #[error(
         "error: token id {id} named by the grammar is not below the vocabulary size {vocab_size}"

@@ -3,7 +3,8 @@
 //!
 //! - [`passes`]: IR → IR transformations, the pipeline in one place.
 //! - [`automaton`]: per-rule byte automata (NFA → minimized, trimmed DFA).
-//! - [`compiler`]: [`Compiler`], [`CompiledGrammar`] and the [`Limits`].
+//! - [`compiler`]: [`Compiler`], [`CompiledGrammar`] (serializable) and the [`Limits`].
+//! - `cache`: [`GrammarCache`], compiled grammars by content, memory-bounded.
 //! - [`matcher`]: [`Matcher`], the pushdown matcher with persistent stacks.
 //! - `mask`: the token walk behind [`Matcher::fill_next_token_bitmask`].
 //!
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod automaton;
+mod cache;
 pub mod compiler;
 pub mod error;
 mod follow;
@@ -20,11 +22,21 @@ pub mod ids;
 mod mask;
 pub mod matcher;
 pub mod passes;
+mod serialize;
 pub mod stack;
 mod token_cache;
 
+pub use cache::GrammarCache;
 pub use compiler::{CompiledGrammar, Compiler, CompilerConfig, Limits};
 pub use error::{CompileError, MatchError};
 pub use ids::{StateId, TokenSetId};
 pub use matcher::{fill_next_token_bitmasks, Matcher};
 pub use stack::{Position, Stack};
+
+/// Compiled grammars, caches and matchers cross threads: a compile-time check.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<CompiledGrammar>();
+    shared::<GrammarCache>();
+    shared::<Matcher>();
+};

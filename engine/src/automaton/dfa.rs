@@ -106,6 +106,100 @@ impl Dfa {
         set
     }
 
+    /// Heap bytes used.
+    pub fn memory(&self) -> usize {
+        self.trans.len() * 4
+            + self.accepting.len() * 2
+            + self.calls.len() * std::mem::size_of::<SmallVec<[(RuleId, StateId); 1]>>()
+            + self.tokens.len() * std::mem::size_of::<SmallVec<[(TokenSetId, StateId); 1]>>()
+    }
+
+    /// Appends the automaton to a serialization buffer.
+    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+        w.bytes.extend_from_slice(&self.class_of);
+        w.len(self.n_classes);
+        w.len(self.len());
+        w.u32(self.start.0);
+        self.trans.iter().for_each(|&t| w.u32(t));
+        for s in 0..self.len() {
+            w.u8(self.accepting[s] as u8 | (self.reads_input[s] as u8) << 1);
+            w.len(self.calls[s].len());
+            for &(rule, t) in &self.calls[s] {
+                w.u32(rule.index() as u32);
+                w.u32(t.0);
+            }
+            w.len(self.tokens[s].len());
+            for &(set, t) in &self.tokens[s] {
+                w.u32(set.0);
+                w.u32(t.0);
+            }
+        }
+    }
+
+    /// Reads an automaton written by [`Dfa::write`], checking every index.
+    pub(crate) fn read(
+        r: &mut crate::serialize::Reader<'_>,
+        n_rules: usize,
+        n_token_sets: usize,
+    ) -> Result<Dfa, crate::serialize::LoadError> {
+        let mut class_of = [0u8; 256];
+        for c in class_of.iter_mut() {
+            *c = r.u8()?;
+        }
+        let n_classes = r.len(0)?;
+        if n_classes == 0 || n_classes > 256 || class_of.iter().any(|&c| c as usize >= n_classes) {
+            return Err(format!("bad byte classes ({n_classes})"));
+        }
+        let n = r.len(n_classes * 4)?;
+        if n == 0 {
+            return Err("automaton without states".into());
+        }
+        let start = r.u32()?;
+        let check = |t: u32| -> Result<StateId, crate::serialize::LoadError> {
+            if (t as usize) < n {
+                Ok(StateId(t))
+            } else {
+                Err(format!("state {t} out of range ({n} states)"))
+            }
+        };
+        let start = check(start)?;
+        let mut trans = Vec::with_capacity(n * n_classes);
+        for _ in 0..n * n_classes {
+            let t = r.u32()?;
+            trans.push(if t == DEAD { DEAD } else { check(t)?.0 });
+        }
+        let (mut accepting, mut reads_input, mut calls, mut tokens) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for _ in 0..n {
+            let flags = r.u8()?;
+            accepting.push(flags & 1 != 0);
+            reads_input.push(flags & 2 != 0);
+            let mut row = SmallVec::new();
+            for _ in 0..r.len(8)? {
+                let rule = r.u32()? as usize;
+                if rule >= n_rules {
+                    return Err(format!("call of rule {rule} out of range"));
+                }
+                row.push((RuleId::new(rule), check(r.u32()?)?));
+            }
+            calls.push(row);
+            let mut row = SmallVec::new();
+            for _ in 0..r.len(8)? {
+                let set = r.u32()?;
+                if set as usize >= n_token_sets {
+                    return Err(format!("token set {set} out of range"));
+                }
+                row.push((TokenSetId(set), check(r.u32()?)?));
+            }
+            tokens.push(row);
+        }
+        Ok(Dfa { class_of, n_classes, trans, accepting, calls, tokens, reads_input, start })
+    }
+
     /// Determinizes, minimizes and trims `nfa`.
     pub(crate) fn from_nfa(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
         let raw = determinize(nfa, max_states)?;

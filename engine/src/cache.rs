@@ -1,0 +1,177 @@
+//! The compiled-grammar cache: the same grammar (by content) compiled with the same
+//! settings is compiled once and shared.
+//!
+//! Keys are the grammar IR itself (hashed, then compared in full, so a hash collision can
+//! never return another grammar) and the compiler settings. The cache holds at most
+//! `max_bytes` of compiled grammars (their automata and IR, measured when inserted) and
+//! evicts the least recently used first. A grammar larger than the whole bound is
+//! compiled and returned but not kept. Compilation runs outside the lock, so two threads
+//! asking for the same new grammar at once may both compile it; later requests hit.
+
+use crate::compiler::{CompiledGrammar, CompilerConfig};
+use crate::error::CompileError;
+use grammask_syntax::ir::Grammar;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+/// A memory-bounded cache of compiled grammars, shared by `Arc` among compilers and
+/// threads. See [`crate::Compiler::with_grammar_cache`].
+///
+/// ```
+/// use grammask_engine::{Compiler, GrammarCache};
+/// use grammask_tokenset::Vocabulary;
+/// use std::sync::Arc;
+///
+/// let vocab = Vocabulary::from_byte_tokens(vec![b"a".to_vec()], &[], &[], None).unwrap();
+/// let cache = Arc::new(GrammarCache::new(64 << 20));
+/// let compiler = Compiler::new(&vocab).with_grammar_cache(cache.clone());
+/// let first = compiler.compile_gbnf("root ::= \"a\"+").unwrap();
+/// let second = compiler.compile_gbnf("root ::= \"a\"+").unwrap();
+/// assert!(Arc::ptr_eq(&first, &second));
+/// assert_eq!((cache.hits(), cache.misses()), (1, 1));
+/// ```
+#[derive(Debug)]
+pub struct GrammarCache {
+    max_bytes: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: HashMap<u64, Vec<Entry>>,
+    used: usize,
+    tick: u64,
+    hits: u64,
+    misses: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    grammar: Grammar,
+    settings: String,
+    compiled: Arc<CompiledGrammar>,
+    bytes: usize,
+    last_used: u64,
+}
+
+impl GrammarCache {
+    /// A cache holding at most `max_bytes` of compiled grammars.
+    pub fn new(max_bytes: usize) -> Self {
+        GrammarCache { max_bytes, inner: Mutex::new(Inner::default()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves consistent data (every update is a single
+        // step), so a poisoned lock is used as is.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached compilation of `grammar` with `config`, or `compile()`'s result (kept
+    /// when it succeeds and fits).
+    pub(crate) fn get_or_compile(
+        &self,
+        grammar: &Grammar,
+        config: &CompilerConfig,
+        compile: impl FnOnce() -> Result<Arc<CompiledGrammar>, CompileError>,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let settings = format!("{config:?}");
+        let key = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            grammar.hash(&mut h);
+            settings.hash(&mut h);
+            h.finish()
+        };
+        {
+            let mut inner = self.lock();
+            inner.tick += 1;
+            let tick = inner.tick;
+            let found = inner.entries.get_mut(&key).and_then(|bucket| {
+                bucket.iter_mut().find(|e| e.settings == settings && e.grammar == *grammar)
+            });
+            if let Some(entry) = found {
+                entry.last_used = tick;
+                let compiled = entry.compiled.clone();
+                inner.hits += 1;
+                return Ok(compiled);
+            }
+            inner.misses += 1;
+        }
+        let compiled = compile()?;
+        let bytes =
+            compiled.memory() + grammar.size() * std::mem::size_of::<grammask_syntax::Expr>();
+        if bytes <= self.max_bytes {
+            let mut inner = self.lock();
+            while inner.used + bytes > self.max_bytes {
+                if !inner.evict_oldest() {
+                    break;
+                }
+            }
+            inner.tick += 1;
+            let last_used = inner.tick;
+            inner.used += bytes;
+            inner.entries.entry(key).or_default().push(Entry {
+                grammar: grammar.clone(),
+                settings,
+                compiled: compiled.clone(),
+                bytes,
+                last_used,
+            });
+        }
+        Ok(compiled)
+    }
+
+    /// Lookups answered from the cache.
+    pub fn hits(&self) -> u64 {
+        self.lock().hits
+    }
+
+    /// Lookups that compiled.
+    pub fn misses(&self) -> u64 {
+        self.lock().misses
+    }
+
+    /// Number of grammars kept.
+    pub fn len(&self) -> usize {
+        self.lock().entries.values().map(Vec::len).sum()
+    }
+
+    /// Whether no grammar is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes accounted to the grammars kept.
+    pub fn memory(&self) -> usize {
+        self.lock().used
+    }
+
+    /// Drops every grammar (matchers holding one keep it alive).
+    pub fn clear(&self) {
+        let mut inner = self.lock();
+        inner.entries.clear();
+        inner.used = 0;
+    }
+}
+
+impl Inner {
+    /// Removes the least recently used entry; false when empty.
+    fn evict_oldest(&mut self) -> bool {
+        let oldest = self
+            .entries
+            .iter()
+            .flat_map(|(k, bucket)| {
+                bucket.iter().enumerate().map(move |(i, e)| (e.last_used, *k, i))
+            })
+            .min();
+        let Some((_, key, index)) = oldest else { return false };
+        if let Some(bucket) = self.entries.get_mut(&key) {
+            let entry = bucket.swap_remove(index);
+            self.used -= entry.bytes;
+            if bucket.is_empty() {
+                self.entries.remove(&key);
+            }
+        }
+        true
+    }
+}

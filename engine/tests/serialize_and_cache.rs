@@ -1,0 +1,114 @@
+//! Compiled grammars serialize and load back to the same behaviour; malformed bytes and
+//! another vocabulary are refused without panics; the grammar cache compiles a grammar
+//! once and respects its memory bound.
+
+use grammask_engine::{CompileError, Compiler, GrammarCache, Matcher};
+use grammask_tokenset::{bitmask_len, Vocabulary};
+use std::sync::Arc;
+
+const JSONISH: &str = r#"
+root   ::= value
+value  ::= object | array | string | number | ("true" | "false" | "null")
+object ::= "{" ( string ":" value ("," string ":" value)* )? "}"
+array  ::= "[" ( value ("," value)* )? "]"
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" ["\\/bfnrt] )* "\""
+number ::= "-"? [0-9]+ ("." [0-9]+)? <[9]>?
+"#;
+
+fn vocab() -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> =
+        ["{", "}", "[", "]", "\"", ":", ",", "1", "23", "ab", "\"a\"", "é", "true"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+    tokens.push(vec![0xC3]);
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], Some(20)).unwrap()
+}
+
+fn masks_along(m: &mut Matcher, ids: &[u32]) -> Vec<Vec<u32>> {
+    let n = m.grammar().vocabulary().vocab_size();
+    let mut out = Vec::new();
+    for &id in ids {
+        let mut mask = vec![0u32; bitmask_len(n)];
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        out.push(mask);
+        m.accept_token(id).unwrap();
+    }
+    out
+}
+
+#[test]
+fn serialized_grammar_loads_back_with_the_same_masks() {
+    let v = vocab();
+    let compiler = Compiler::new(&v);
+    let compiled = compiler.compile_gbnf(JSONISH).unwrap();
+    let bytes = compiled.serialize();
+    let loaded = compiler.deserialize(&bytes).unwrap();
+    assert_eq!(loaded.num_states(), compiled.num_states());
+    assert_eq!(loaded.grammar(), compiled.grammar());
+    // {"a":[1,23]} then EOS
+    let ids = [0, 10, 5, 2, 7, 6, 8, 3, 1, 14];
+    let a = masks_along(&mut Matcher::new(compiled), &ids);
+    let b = masks_along(&mut Matcher::new(loaded.clone()), &ids);
+    assert_eq!(a, b);
+    assert_eq!(loaded.serialize(), bytes);
+}
+
+#[test]
+fn malformed_bytes_and_other_vocabularies_are_refused() {
+    let v = vocab();
+    let compiler = Compiler::new(&v);
+    let bytes = compiler.compile_gbnf(JSONISH).unwrap().serialize();
+    for cut in 0..bytes.len() {
+        assert!(
+            matches!(compiler.deserialize(&bytes[..cut]), Err(CompileError::Load(_))),
+            "cut {cut}"
+        );
+    }
+    // Flipped bytes: an error or a grammar, never a panic.
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..3000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut corrupt = bytes.clone();
+        let at = (seed % corrupt.len() as u64) as usize;
+        corrupt[at] ^= (seed >> 32) as u8 | 1;
+        if let Ok(g) = compiler.deserialize(&corrupt) {
+            let mut m = Matcher::new(g);
+            let mut mask = vec![0u32; bitmask_len(20)];
+            let _ = m.fill_next_token_bitmask(&mut mask);
+            let _ = m.accept_token(0);
+        }
+    }
+    let other = Vocabulary::from_byte_tokens(vec![b"{".to_vec()], &[], &[], None).unwrap();
+    match Compiler::new(&other).deserialize(&bytes) {
+        Err(CompileError::Load(msg)) => assert!(msg.contains("another vocabulary"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn grammar_cache_compiles_once_and_stays_bounded() {
+    let v = vocab();
+    let cache = Arc::new(GrammarCache::new(1 << 20));
+    let compiler = Compiler::new(&v).with_grammar_cache(cache.clone());
+    let a = compiler.compile_gbnf(JSONISH).unwrap();
+    let b = compiler.compile_gbnf(JSONISH).unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!((cache.hits(), cache.misses(), cache.len()), (1, 1, 1));
+    // Many distinct grammars: the bound holds, the oldest go first.
+    for i in 0..300 {
+        compiler
+            .compile_gbnf(&format!("root ::= \"{}\" [a-z]{{0,{i}}}", "x".repeat(i % 7)))
+            .unwrap();
+        assert!(cache.memory() <= 1 << 20);
+    }
+    assert!(cache.len() < 301);
+    let small = Arc::new(GrammarCache::new(16));
+    let compiler = Compiler::new(&v).with_grammar_cache(small.clone());
+    compiler.compile_gbnf(JSONISH).unwrap();
+    assert_eq!(small.len(), 0, "a grammar larger than the bound is not kept");
+}
