@@ -21,6 +21,9 @@ use std::collections::{BTreeMap, HashMap};
 /// No transition.
 pub(crate) const DEAD: u32 = u32::MAX;
 
+/// Automata with more states than this are not minimized (see [`Dfa::from_nfa`]).
+const MINIMIZE_MAX_STATES: usize = 4096;
+
 /// A deterministic automaton for one rule.
 #[derive(Clone, Debug)]
 pub struct Dfa {
@@ -203,7 +206,12 @@ impl Dfa {
     /// Determinizes, minimizes and trims `nfa`.
     pub(crate) fn from_nfa(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
         let raw = determinize(nfa, max_states)?;
-        let mut dfa = trim(minimize(raw));
+        // Moore's refinement needs as many rounds as the longest chain of states that
+        // differ only far ahead (a counted repetition of n has chains of n), so its cost
+        // is quadratic there. Subset construction already yields near-minimal automata
+        // for such chains; past the threshold the automaton is kept as determinized.
+        let raw = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw) } else { raw };
+        let mut dfa = trim(raw);
         dfa.reads_input = (0..dfa.len())
             .map(|s| {
                 let s = StateId::new(s);

@@ -5,11 +5,13 @@
 mod fuse_sequences;
 mod inline_rules;
 mod lower_char_classes;
+mod outline_repetitions;
 mod remove_dead_rules;
 
 pub use fuse_sequences::fuse_sequences;
 pub use inline_rules::{inline_rules, recursive_rules};
 pub use lower_char_classes::lower_char_classes;
+pub use outline_repetitions::outline_repetitions;
 pub use remove_dead_rules::remove_dead_rules;
 
 use grammask_syntax::ir::Grammar;
@@ -39,10 +41,13 @@ impl Default for PassConfig {
 ///    that end inside a multi-byte character are matched exactly.
 /// 5. [`fuse_sequences`]: nested sequences and choices are flattened, adjacent byte
 ///    strings fused.
+/// 6. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
+///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
 pub fn run(grammar: Grammar, config: &PassConfig) -> Grammar {
     let grammar = remove_dead_rules(grammar);
     let grammar = inline_rules(grammar, config);
     let grammar = remove_dead_rules(grammar);
     let grammar = lower_char_classes(grammar);
-    fuse_sequences(grammar)
+    let grammar = fuse_sequences(grammar);
+    outline_repetitions(grammar)
 }

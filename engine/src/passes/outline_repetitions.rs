@@ -1,0 +1,95 @@
+//! Outlining of large counted repetitions.
+//!
+//! Invariant established: a repetition whose automaton would copy a large body many
+//! times (`x{0,1000}` expands to 1000 copies of `x`) repeats a call of a rule holding the
+//! body instead. Each copy then costs a call edge and a state, so automaton size grows
+//! linearly in the bound with a small constant, and the body's own automaton exists once.
+//! Runs after class lowering, when body sizes are close to automaton sizes.
+
+use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
+
+/// Bodies at most this large (IR nodes) are always copied: a character of a JSON string
+/// (about 35 nodes once lowered to UTF-8) stays in place, so the characters of a
+/// `maxLength` string keep their context-independent token masks; a call per character
+/// would make every multi-character token depend on the stack.
+pub const MAX_COPIED_BODY: usize = 64;
+/// Copies × body size up to which a repetition is expanded in place.
+pub const MAX_EXPANSION: usize = 4_096;
+
+/// Moves the bodies of large counted repetitions into rules of their own.
+pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
+    let mut new_rules: Vec<Rule> = Vec::new();
+    let first_new = grammar.rules.len();
+    for r in 0..grammar.rules.len() {
+        let name = grammar.rules[r].name.clone();
+        let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
+        outline(&mut body, &name, first_new, &mut new_rules);
+        grammar.rules[r].body = body;
+    }
+    grammar.rules.extend(new_rules);
+    grammar
+}
+
+fn outline(expr: &mut Expr, owner: &str, first_new: usize, new_rules: &mut Vec<Rule>) {
+    match expr {
+        Expr::Seq(items) | Expr::Choice(items) => {
+            items.iter_mut().for_each(|e| outline(e, owner, first_new, new_rules))
+        }
+        Expr::Repeat { expr: body, min, max } => {
+            outline(body, owner, first_new, new_rules);
+            let copies = max.unwrap_or(min.saturating_add(1)).max(*min) as usize;
+            let size = body.size();
+            if copies > 1
+                && size > MAX_COPIED_BODY
+                && size.saturating_mul(copies) > MAX_EXPANSION
+                && !matches!(**body, Expr::Rule(_))
+            {
+                let id = RuleId::new(first_new + new_rules.len());
+                let inner = std::mem::replace(&mut **body, Expr::Rule(id));
+                new_rules.push(Rule {
+                    name: format!("{owner}-repeated-{}", new_rules.len() + 1),
+                    body: inner,
+                    lookahead: None,
+                    span: Span::default(),
+                });
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grammask_syntax::ir::GrammarBuilder;
+
+    #[test]
+    fn large_bounded_repetition_repeats_a_call() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let item = Expr::seq(vec![
+            Expr::literal("{\"a\":"),
+            Expr::class(false, vec![('0', '9')]),
+            Expr::literal("}"),
+        ]);
+        // Thirty alternatives: a body far above the size that is copied in place.
+        let item = Expr::choice(
+            (0..30).map(|i| Expr::seq(vec![Expr::literal(&i.to_string()), item.clone()])).collect(),
+        );
+        b.define(root, Expr::repeat(item.clone(), 0, Some(1000)));
+        let g = outline_repetitions(b.finish(root).unwrap());
+        assert_eq!(g.rules.len(), 2);
+        assert_eq!(g.rules[0].body, Expr::repeat(Expr::Rule(RuleId::new(1)), 0, Some(1000)));
+        assert_eq!(g.rules[1].body, item);
+        assert_eq!(g.rules[1].name, "root-repeated-1");
+    }
+
+    #[test]
+    fn small_repetitions_stay_in_place() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let body = Expr::repeat(Expr::ByteRanges(vec![(b' ', b' ')]), 0, Some(100_000));
+        b.define(root, body.clone());
+        assert_eq!(outline_repetitions(b.finish(root).unwrap()).rules[0].body, body);
+    }
+}
