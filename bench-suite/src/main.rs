@@ -13,6 +13,8 @@ use grammask_bench::tokenize::TextTokenizer;
 use std::path::Path;
 use std::time::Instant;
 
+mod extract;
+
 #[derive(Parser)]
 #[command(name = "grammask-bench", about = "Measurements of grammask")]
 struct Cli {
@@ -22,6 +24,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Structured extraction with a real model: prompt only, constrained, cut at 8 tokens.
+    Extract(extract::ExtractArgs),
     /// Per-step mask times while walking a document's tokens.
     Steps {
         /// Grammar file (.gbnf, .ebnf, .regex).
@@ -44,6 +48,13 @@ enum Command {
 
 fn main() {
     let code = match Cli::parse().command {
+        Command::Extract(args) => match extract::run(&args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("grammask-bench: {e}");
+                1
+            }
+        },
         Command::Steps { grammar, vocab, text, runs, json } => {
             match steps(&grammar, &vocab, &text, runs.max(1), json) {
                 Ok(()) => 0,
