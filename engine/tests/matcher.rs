@@ -134,23 +134,67 @@ fn jump_forward_and_validate_tokens() {
 }
 
 #[test]
-fn left_recursion_is_refused_with_the_cycle() {
+fn left_recursion_is_rewritten_and_matches() {
+    let v = Vocabulary::from_byte_tokens(
+        ["1", "2", "+", "*", "(", ")", "1+", "2*(", "</s>"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect(),
+        &[8],
+        &[8],
+        None,
+    )
+    .unwrap();
+    let compiler = Compiler::new(&v);
+    // Direct and indirect left recursion, the way people write expression grammars.
+    let direct = "root ::= expr\nexpr ::= expr \"+\" term | term\nterm ::= term \"*\" factor | factor\nfactor ::= [0-9] | \"(\" expr \")\"";
+    // expr ::= term "+" factor | factor, term ::= expr | term "*" factor: a sum always ends
+    // with "+ factor".
+    let indirect = "root ::= expr\nexpr ::= term \"+\" factor | factor\nterm ::= expr | term \"*\" factor\nfactor ::= [0-9] | \"(\" expr \")\"";
+    type Case<'a> = (&'a str, &'a [(&'a str, bool)], &'a [&'a str]);
+    let cases: [Case; 2] = [
+        (
+            direct,
+            &[("1+2*(1+2)*2", true), ("((1))", true), ("1+", false), ("1++2", false)],
+            &["1+", "2*(", "1", ")"],
+        ),
+        (
+            indirect,
+            &[
+                ("1*2+3", true),
+                ("((1))", true),
+                ("(1+2)*3+4", true),
+                ("1+2*3", false),
+                ("1++2", false),
+            ],
+            &["2*(", "1", ")", "+", "1"],
+        ),
+    ];
+    for (text, inputs, walk) in cases {
+        let g = compiler.compile_gbnf(text).unwrap();
+        for &(input, ok) in inputs {
+            let mut m = Matcher::new(g.clone());
+            let accepted = m.accept_bytes(input.as_bytes()).is_ok() && m.can_terminate();
+            assert_eq!(accepted, ok, "{input} in {text}");
+        }
+        let mut m = Matcher::new(g.clone());
+        for piece in walk {
+            assert_eq!(mask_of(&m), accepted_one_by_one(&m));
+            m.accept_token(v.token_id(piece.as_bytes()).unwrap()).unwrap();
+        }
+        assert!(m.can_terminate());
+    }
+}
+
+#[test]
+fn hidden_left_recursion_is_refused_with_the_cycle() {
     let v = vocab();
-    let mut b = GrammarBuilder::new();
-    let root = b.declare("root");
-    let expr = b.declare("expr");
-    b.define(
-        expr,
-        Expr::choice(vec![
-            Expr::seq(vec![Expr::Rule(expr), Expr::literal(","), Expr::literal("1")]),
-            Expr::literal("1"),
-        ]),
-    );
-    b.define(root, Expr::Rule(expr));
-    let err = Compiler::new(&v).compile_grammar(&b.finish(root).unwrap()).unwrap_err();
+    let err = Compiler::new(&v)
+        .compile_gbnf("root ::= ws root \"x\" | \"y\"\nws ::= \" \"*")
+        .unwrap_err();
     match err {
         CompileError::Unsupported(msg) => {
-            assert!(msg.contains("left recursion: expr -> expr"), "{msg}")
+            assert!(msg.contains("left recursion: root -> root"), "{msg}")
         }
         other => panic!("{other:?}"),
     }

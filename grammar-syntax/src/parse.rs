@@ -5,7 +5,7 @@
 //! a rule (`NAME ::=`), so one run reports every syntax error of a file. The parse tree of
 //! each rule is then lowered to the IR with [`GrammarBuilder`]; rules are numbered in
 //! order of first appearance (definition or reference). Finally the IR-level checks of
-//! [`crate::validate`] run (rules that never finish, left recursion, unreachable rules).
+//! [`crate::validate`] run (rules that never finish, unreachable rules).
 //!
 //! The two dialects share one syntax; EBNF adds lookahead assertions `rule ::= body (= la)`,
 //! the `\e` escape and dots inside rule names (in GBNF, `a.b` is `a`, any character, `b`).
@@ -17,7 +17,7 @@
 //! use grammask_syntax::{parse_gbnf, Expr};
 //! let parsed = parse_gbnf("root ::= \"a\" | digit+\ndigit ::= [0-9]\n").unwrap();
 //! assert_eq!(parsed.grammar.rules.len(), 2);
-//! assert!(parse_gbnf("root ::= root \"x\"").is_err()); // left recursion
+//! assert!(parse_gbnf("root ::= root \"x\"").is_err()); // never finishes
 //! ```
 
 use crate::diagnostic::{Category, Diagnostic, Diagnostics};

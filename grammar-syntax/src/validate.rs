@@ -3,9 +3,9 @@
 //! - rule references and the root must name rules of the grammar;
 //! - repetition bounds must be in order (`{3,1}` is an error);
 //! - every rule must be able to finish (have a finite derivation);
-//! - no rule may be left-recursive (`expr ::= expr "+" term`, directly, through other
-//!   rules, or behind a prefix that can match the empty string): the engine does not
-//!   handle left recursion yet, so it is refused with the cycle named;
+//! - left recursion is not checked here: the engine rewrites it (`expr ::= expr "+"
+//!   term` is a grammar people write) and refuses, with the cycle named, only what it
+//!   cannot rewrite ([`crate::analysis::left_recursion_cycles`] finds the cycles);
 //! - rules the root never reaches get a warning.
 //!
 //! Diagnostics point at the rule's definition ([`crate::ir::Rule::span`]).
@@ -70,11 +70,6 @@ pub fn validate(grammar: &Grammar) -> Vec<Diagnostic> {
                 format!("rule `{}` can never finish: it has no finite derivation", rule.name),
             ));
         }
-    }
-    for cycle in analysis::left_recursion_cycles(grammar) {
-        let names: Vec<&str> = cycle.iter().map(|&id| grammar.rule(id).name.as_str()).collect();
-        let first = grammar.rule(cycle[0]);
-        out.push(Diagnostic::error(first.span, format!("left recursion: {}", names.join(" -> "))));
     }
     let root_name = &grammar.rule(grammar.root).name;
     for (rule, reachable) in grammar.rules.iter().zip(analysis::reachable(grammar)) {

@@ -21,6 +21,11 @@ pub struct CheckArgs {
 pub fn run(args: &CheckArgs) -> i32 {
     match load_grammar(&args.grammar, args.format.as_deref(), &args.root) {
         Ok(loaded) => {
+            // The engine's own refusals (left recursion it cannot rewrite, limits) count too.
+            let compiler = grammask::Compiler::new(&grammask::byte_vocabulary());
+            if let Err(e) = compiler.compile_grammar(&loaded.grammar) {
+                return super::input::report_compile_error(&loaded.name, &e);
+            }
             let rules = loaded.grammar.rules.len();
             let plural = if rules == 1 { "" } else { "s" };
             println!("{}: ok ({rules} rule{plural})", loaded.name);

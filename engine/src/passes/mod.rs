@@ -2,12 +2,14 @@
 //! each stating the invariant it establishes. [`run`] is the one place that lists the
 //! pipeline and its order.
 
+mod eliminate_left_recursion;
 mod fuse_sequences;
 mod inline_rules;
 mod lower_char_classes;
 mod outline_repetitions;
 mod remove_dead_rules;
 
+pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
 pub use inline_rules::{inline_rules, recursive_rules};
 pub use lower_char_classes::lower_char_classes;
@@ -33,6 +35,8 @@ impl Default for PassConfig {
 
 /// The pipeline, in order:
 ///
+/// 0. [`eliminate_left_recursion`]: `expr ::= expr "+" term | term` becomes
+///    `expr ::= term ("+" term)*` (direct and indirect left recursion).
 /// 1. [`remove_dead_rules`]: only rules reachable from the root remain.
 /// 2. [`inline_rules`]: references to small non-recursive rules are replaced by their
 ///    bodies, so most grammars become a few recursive rules (fewer stacks at run time).
@@ -44,6 +48,7 @@ impl Default for PassConfig {
 /// 6. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
 pub fn run(grammar: Grammar, config: &PassConfig) -> Grammar {
+    let grammar = eliminate_left_recursion(grammar);
     let grammar = remove_dead_rules(grammar);
     let grammar = inline_rules(grammar, config);
     let grammar = remove_dead_rules(grammar);
