@@ -1,0 +1,93 @@
+//! Adversarial grammars: each one either compiles and answers (accepts, rejects) or is
+//! refused with a named limit, never a hang, a crash or unbounded memory. Per-step
+//! times for these cases belong to bench-suite, not to tests.
+
+use grammask_engine::{CompileError, Compiler, CompilerConfig, Limits, MatchError, Matcher};
+use grammask_tokenset::{bitmask_len, Vocabulary};
+
+fn vocab() -> Vocabulary {
+    let tokens: Vec<Vec<u8>> = ["a", "b", "0", "1", "aa", "a0", "(", ")", "+", "x", "</s>"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    Vocabulary::from_byte_tokens(tokens, &[10], &[10], None).unwrap()
+}
+
+fn accepts(compiler: &Compiler, grammar: &str, input: &str) -> bool {
+    let g = compiler.compile_gbnf(grammar).unwrap();
+    let mut m = Matcher::new(g);
+    m.accept_bytes(input.as_bytes()).is_ok() && m.can_terminate()
+}
+
+#[test]
+fn llama_cpp_stack_blowup_case_stays_one_stack() {
+    let compiler = Compiler::new(&vocab());
+    let g = compiler.compile_gbnf("root ::= [0-9] (a? a? a? a? a? [0-9])*\na ::= \"a\"").unwrap();
+    let mut m = Matcher::new(g);
+    let mut mask = vec![0u32; bitmask_len(11)];
+    m.accept_bytes(b"0").unwrap();
+    for _ in 0..200 {
+        m.accept_token(5).unwrap(); // "a0"
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        assert!(m.num_stacks() <= 1);
+    }
+}
+
+#[test]
+fn highly_ambiguous_grammars_answer() {
+    let compiler = Compiler::new(&vocab());
+    // Exponentially many parses of a^n.
+    let g = "root ::= e\ne ::= e e | \"a\" | e \"+\" e";
+    assert!(accepts(&compiler, g, &"a".repeat(40)));
+    assert!(accepts(&compiler, g, "a+aa+a"));
+    assert!(!accepts(&compiler, g, "a++a"));
+    // Many overlapping alternatives of the same text.
+    let g = "root ::= (\"a\" | \"a\" \"a\" | \"a\"+ | x)*\nx ::= \"a\"? \"a\"?";
+    assert!(accepts(&compiler, g, &"a".repeat(300)));
+}
+
+#[test]
+fn deep_recursion_hits_the_stack_depth_limit() {
+    let limits = Limits { max_stack_depth: 500, ..Limits::default() };
+    let compiler =
+        Compiler::new(&vocab()).with_config(CompilerConfig { limits, ..CompilerConfig::default() });
+    let g = compiler.compile_gbnf("root ::= \"(\" root \")\" | \"x\"").unwrap();
+    let mut m = Matcher::new(g.clone());
+    m.accept_bytes("(".repeat(400).as_bytes()).unwrap();
+    let mut m = Matcher::new(g);
+    match m.accept_bytes("(".repeat(600).as_bytes()) {
+        Err(MatchError::Limit { name: "stack_depth", .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Right recursion, deep but within the default limit.
+    let compiler = Compiler::new(&vocab());
+    assert!(accepts(&compiler, "root ::= \"a\" root | \"b\"", &format!("{}b", "a".repeat(5000))));
+}
+
+#[test]
+fn huge_alternations_long_literals_and_large_bounds_compile() {
+    let compiler = Compiler::new(&vocab());
+    let words: Vec<String> = (0..10_000).map(|i| format!("\"w{i}x\"")).collect();
+    let g = format!("root ::= {}", words.join(" | "));
+    assert!(accepts(&compiler, &g, "w9999x"));
+    assert!(!accepts(&compiler, &g, "w10000x"));
+    let long = "ab".repeat(50_000);
+    assert!(accepts(&compiler, &format!("root ::= \"{long}\""), &long));
+    assert!(accepts(&compiler, "root ::= \"a\"{0,100000}", &"a".repeat(100_000)));
+    assert!(!accepts(&compiler, "root ::= \"a\"{0,100000}", &"a".repeat(100_001)));
+    assert!(accepts(&compiler, "root ::= ((\"a\" \"b\"?){0,10}){0,10}", &"ab".repeat(60)));
+    // A large body repeated many times stays linear (outlined into a rule).
+    let item = "(\"{\" [a-z]+ \":\" [0-9]{1,3} \"}\" | \"[\" [0-9]+ \"]\" | \"x\" [a-f0-9]{8})";
+    assert!(accepts(&compiler, &format!("root ::= {item}{{0,5000}}"), "{ab:12}[7]xdeadbeef"));
+}
+
+#[test]
+fn state_limit_is_named() {
+    let limits = Limits { max_automaton_states: 1000, ..Limits::default() };
+    let compiler =
+        Compiler::new(&vocab()).with_config(CompilerConfig { limits, ..CompilerConfig::default() });
+    match compiler.compile_gbnf("root ::= [a-z]{0,5000}") {
+        Err(CompileError::Limit { name: "automaton_states", .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
