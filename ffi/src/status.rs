@@ -90,6 +90,7 @@ impl Failure {
             CompileError::TokenOutOfRange { .. } => {
                 Failure::new(GrammaskStatus::TokenOutOfRange, e.to_string())
             }
+            CompileError::Load(_) => Failure::new(GrammaskStatus::InvalidArgument, e.to_string()),
         }
     }
 }
