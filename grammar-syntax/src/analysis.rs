@@ -276,8 +276,10 @@ fn left_edges(grammar: &Grammar) -> Vec<Vec<usize>> {
     edges
 }
 
-/// Strongly connected components of a graph (Tarjan's algorithm, iterative).
-fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
+/// Strongly connected components of a graph given as adjacency lists (Tarjan's
+/// algorithm, iterative). A component comes out after every component it reaches
+/// (callees before callers).
+pub fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
     let n = adj.len();
     let mut index = vec![NONE; n];
     let mut low = vec![0; n];

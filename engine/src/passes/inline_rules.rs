@@ -6,8 +6,8 @@
 //! the call graph) are never inlined, so the pushdown stack only holds what recursion
 //! needs, and a grammar without recursion usually becomes a single automaton.
 //!
-//! Callees are processed before callers (Tarjan's strongly connected components come out
-//! in that order), so an inlined body is already inlined itself.
+//! Callees are processed before callers (strongly connected components come out in that
+//! order), so an inlined body is already inlined itself.
 
 use super::PassConfig;
 use grammask_syntax::ir::{Expr, Grammar, RuleId};
@@ -15,8 +15,13 @@ use grammask_syntax::ir::{Expr, Grammar, RuleId};
 /// For each rule, whether it lies on a cycle of the call graph.
 pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
     let (sccs, graph) = strongly_connected(grammar);
-    let mut recursive = vec![false; grammar.rules.len()];
-    for scc in &sccs {
+    on_cycles(&sccs, &graph)
+}
+
+/// For each node, whether its component is a cycle (several nodes, or a self-loop).
+fn on_cycles(sccs: &[Vec<usize>], graph: &[Vec<usize>]) -> Vec<bool> {
+    let mut recursive = vec![false; graph.len()];
+    for scc in sccs {
         let on_cycle = scc.len() > 1 || graph[scc[0]].contains(&scc[0]);
         for &r in scc {
             recursive[r] = on_cycle;
@@ -28,13 +33,7 @@ pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
 /// Inlines small non-recursive rules into their callers.
 pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let (sccs, graph) = strongly_connected(&grammar);
-    let mut recursive = vec![false; grammar.rules.len()];
-    for scc in &sccs {
-        let on_cycle = scc.len() > 1 || graph[scc[0]].contains(&scc[0]);
-        for &r in scc {
-            recursive[r] = on_cycle;
-        }
-    }
+    let recursive = on_cycles(&sccs, &graph);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.size()).collect();
     for scc in &sccs {
         for &r in scc {
@@ -79,9 +78,8 @@ fn substitute(
     }
 }
 
-/// Tarjan's algorithm, iterative; components come out callees first.
+/// The call graph's strongly connected components, callees first, and the graph.
 fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
-    let n = grammar.rules.len();
     let graph: Vec<Vec<usize>> = grammar
         .rules
         .iter()
@@ -93,56 +91,7 @@ fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
             out
         })
         .collect();
-    let mut index = vec![usize::MAX; n];
-    let mut low = vec![0usize; n];
-    let mut on_stack = vec![false; n];
-    let mut stack = Vec::new();
-    let mut sccs = Vec::new();
-    let mut counter = 0;
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
-        index[root] = counter;
-        low[root] = counter;
-        counter += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut next)) = work.last_mut() {
-            if *next < graph[v].len() {
-                let w = graph[v][*next];
-                *next += 1;
-                if index[w] == usize::MAX {
-                    index[w] = counter;
-                    low[w] = counter;
-                    counter += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    work.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-            } else {
-                work.pop();
-                if let Some(&(parent, _)) = work.last() {
-                    low[parent] = low[parent].min(low[v]);
-                }
-                if low[v] == index[v] {
-                    let mut scc = Vec::new();
-                    while let Some(w) = stack.pop() {
-                        on_stack[w] = false;
-                        scc.push(w);
-                        if w == v {
-                            break;
-                        }
-                    }
-                    sccs.push(scc);
-                }
-            }
-        }
-    }
-    (sccs, graph)
+    (grammask_syntax::analysis::strongly_connected(&graph), graph)
 }
 
 #[cfg(test)]
