@@ -10,7 +10,7 @@ use crate::automaton::nfa::{Nfa, NfaError};
 use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
 use crate::error::CompileError;
-use crate::follow::{exit_bytes, ByteSet};
+use crate::follow::{exit_bytes, nullable_rules, ByteSet};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
@@ -493,24 +493,7 @@ fn reach(dfa: &Dfa, bytes: impl Fn(()) -> bool, call: impl Fn(RuleId) -> bool) -
 /// or behind rules that match the empty string) before reading anything.
 fn check_left_recursion(grammar: &Grammar, automata: &[Dfa]) -> Result<(), CompileError> {
     let n = automata.len();
-    let mut nullable = vec![false; n];
-    loop {
-        let mut changed = false;
-        for r in 0..n {
-            if nullable[r] {
-                continue;
-            }
-            let dfa = &automata[r];
-            let seen = reach(dfa, |_| false, |rule| nullable[rule.index()]);
-            if seen.iter().enumerate().any(|(s, &v)| v && dfa.is_accepting(StateId::new(s))) {
-                nullable[r] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let nullable = nullable_rules(automata);
     // left_calls[r]: rules r may call before reading anything.
     let left_calls: Vec<Vec<usize>> = (0..n)
         .map(|r| {
