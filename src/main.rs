@@ -25,6 +25,8 @@ enum Command {
     Match(cli::grammar_match::MatchArgs),
     /// The tokens of a vocabulary the grammar allows after a prefix.
     Mask(cli::mask::MaskArgs),
+    /// The GBNF of a JSON Schema on stdout.
+    Convert(cli::convert::ConvertArgs),
     /// A real model (GGUF, on CPU) answers a prompt, constrained by a grammar or a schema.
     #[cfg(feature = "generate")]
     Generate(cli::generate::GenerateArgs),
@@ -37,6 +39,7 @@ fn main() {
         Command::Print(args) => cli::print::run(args),
         Command::Match(args) => cli::grammar_match::run(args),
         Command::Mask(args) => cli::mask::run(args),
+        Command::Convert(args) => cli::convert::run(args),
         #[cfg(feature = "generate")]
         Command::Generate(args) => cli::generate::run(args),
     };

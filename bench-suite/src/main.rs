@@ -5,15 +5,27 @@
 //! mask. The first run starts from a freshly compiled grammar (cold token mask cache);
 //! later runs reuse the compiled grammar (warm cache), as a server serving the same
 //! grammar would.
+//!
+//! `grammask-bench maskbench --data DIR [--json OUT] [--limit N] [--filter SUBSTR]
+//! [--check]` runs every MaskBench file of DIR (see `grammask_bench::maskbench`) on all
+//! cores and prints the counts per subset, the refusals by keyword and every wrong
+//! answer; `--check` exits 1 when an invalid instance was accepted, a schema panicked,
+//! or fewer than 90% of the schemas compiled.
+//!
+//! `grammask-bench scaling` prints compile time and automaton states of schemas with
+//! `maxItems` / `maxLength` bounds from 10 to 10000.
 
 use clap::{Parser, Subcommand};
 use grammask::{bitmask_len, get_bit, Compiler, GrammarFormat, Matcher, Vocabulary};
 use grammask_bench::stats::Summary;
 use grammask_bench::tokenize::TextTokenizer;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod extract;
+
+mod maskbench_cmd;
+mod scaling;
 
 #[derive(Parser)]
 #[command(name = "grammask-bench", about = "Measurements of grammask")]
@@ -44,6 +56,35 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Counts over a MaskBench directory: compiled, refused, right and wrong answers.
+    Maskbench {
+        /// The directory of MaskBench files.
+        #[arg(long)]
+        data: PathBuf,
+        /// Write the counts (and every case) to this JSON file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Only the first N files (by name).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Only files whose name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Seconds of compile and match after which a schema counts as a timeout.
+        #[arg(long, default_value_t = 10.0)]
+        timeout: f64,
+        /// Exit 1 on an accepted invalid instance, a panic, or a compiled ratio below 90%.
+        #[arg(long)]
+        check: bool,
+        /// Print every refusal.
+        #[arg(long)]
+        verbose: bool,
+        /// Print each file's time on stderr as it finishes.
+        #[arg(long)]
+        progress: bool,
+    },
+    /// Compile time and automaton states against maxItems / maxLength bounds.
+    Scaling,
 }
 
 fn main() {
@@ -64,6 +105,26 @@ fn main() {
                 }
             }
         }
+        Command::Maskbench { data, json, limit, filter, timeout, check, verbose, progress } => {
+            let opts = maskbench_cmd::Options {
+                data,
+                json,
+                limit,
+                filter,
+                timeout: std::time::Duration::from_secs_f64(timeout),
+                check,
+                verbose,
+                progress,
+            };
+            match maskbench_cmd::run(&opts) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("grammask-bench: {e}");
+                    1
+                }
+            }
+        }
+        Command::Scaling => scaling::run(),
     };
     std::process::exit(code);
 }

@@ -16,7 +16,7 @@ fn accepts(schema: serde_json::Value, text: &str) -> bool {
 #[test]
 fn errors_name_keyword_and_pointer() {
     let cases = [
-        (json!({"properties": {"a": {"frobnicate": 1}}}), "/properties/a/frobnicate"),
+        (json!({"properties": {"a": {"extends": {}}}}), "/properties/a/extends"),
         (json!({"items": {"uniqueItems": true, "type": "array"}}), "/items/uniqueItems"),
         (
             json!({"properties": {"a": {"type": "string", "pattern": "(?=x)"}}}),
@@ -63,7 +63,8 @@ fn bounded_counts_stay_counted() {
     let schema = json!({"type": "array", "maxItems": 1000,
                         "items": {"type": "string", "maxLength": 5000}});
     let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
-    assert!(c.grammar.size() < 400, "grammar size {}", c.grammar.size());
+    // Chunks of 32 items are written out; the size does not depend on the bounds.
+    assert!(c.grammar.size() < 4000, "grammar size {}", c.grammar.size());
     let mut maxima = Vec::new();
     fn walk(e: &Expr, out: &mut Vec<u32>) {
         match e {
@@ -78,7 +79,9 @@ fn bounded_counts_stay_counted() {
     for r in &c.grammar.rules {
         walk(&r.body, &mut maxima);
     }
-    assert!(maxima.contains(&999) && maxima.contains(&5000), "{maxima:?}");
+    // Large bounds are written as chunks of `counts::CHUNK` items: 999 = 31·32 + 7 and
+    // 5000 = 156·32 + 8.
+    assert!(maxima.contains(&30) && maxima.contains(&155), "{maxima:?}");
 }
 
 #[test]

@@ -1,25 +1,19 @@
 //! `grammask check GRAMMAR`: is the grammar valid? Exit 0 when it is (warnings go to
 //! stderr), 1 when it is not (every error is printed), 2 on usage errors.
 
-use super::input::load_grammar;
+use super::input::{load_grammar_args, GrammarArgs};
 
 /// Arguments of `grammask check`.
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
-    /// The grammar file (`.gbnf`, `.ebnf`, `.json`, `.regex`), or `-` for stdin (GBNF
-    /// unless `--format` says otherwise).
-    pub grammar: String,
-    /// The grammar's format, when the extension does not say.
-    #[arg(long)]
-    pub format: Option<String>,
-    /// The root rule of a GBNF/EBNF grammar.
-    #[arg(long, default_value = "root")]
-    pub root: String,
+    /// The grammar.
+    #[command(flatten)]
+    pub source: GrammarArgs,
 }
 
 /// Runs the command; returns the exit code.
 pub fn run(args: &CheckArgs) -> i32 {
-    match load_grammar(&args.grammar, args.format.as_deref(), &args.root) {
+    match load_grammar_args(&args.source) {
         Ok(loaded) => {
             // The engine's own refusals (left recursion it cannot rewrite, limits) count too.
             let compiler = grammask::Compiler::new(&grammask::byte_vocabulary());

@@ -1,33 +1,36 @@
 //! `grammask match GRAMMAR [INPUT]`: is the input in the grammar's language?
 
-use super::input::{load_grammar, read_text, report_compile_error, EXIT_REJECTED};
+use super::input::{
+    load_grammar_args, read_text, report_compile_error, GrammarArgs, EXIT_REJECTED,
+};
 use grammask::{byte_vocabulary, Compiler, GrammarFormat, MatchError, Matcher};
 
 /// Arguments of `grammask match`.
 #[derive(clap::Args, Debug)]
 pub struct MatchArgs {
-    /// The grammar file (`.gbnf`, `.ebnf`, `.json`, `.regex`), or `-` for stdin.
-    pub grammar: String,
+    /// The grammar.
+    #[command(flatten)]
+    pub source: GrammarArgs,
     /// The text to match; stdin when absent.
     pub input: Option<String>,
     /// Only ask whether the input can be continued to a match.
     #[arg(long)]
     pub prefix: bool,
-    /// The grammar's format, when the extension does not say.
-    #[arg(long)]
-    pub format: Option<String>,
-    /// The root rule of a GBNF/EBNF grammar.
-    #[arg(long, default_value = "root")]
-    pub root: String,
 }
 
 /// Runs the command; returns the exit code.
 pub fn run(args: &MatchArgs) -> i32 {
-    let loaded = match load_grammar(&args.grammar, args.format.as_deref(), &args.root) {
+    // With `--builtin`, a single positional argument is the input.
+    let mut source = args.source.clone();
+    let mut input_path = args.input.clone();
+    if source.builtin.is_some() && input_path.is_none() {
+        input_path = source.grammar.take();
+    }
+    let loaded = match load_grammar_args(&source) {
         Ok(l) => l,
         Err(code) => return code,
     };
-    let mut input = match read_text(args.input.as_deref().unwrap_or("-")) {
+    let mut input = match read_text(input_path.as_deref().unwrap_or("-")) {
         Ok(t) => t,
         Err(code) => return code,
     };

@@ -1,6 +1,7 @@
 //! Reading a GRAMMAR argument: a file or `-` (stdin), its format from `--format` or the
 //! extension, errors printed as `FILE:LINE:COL: error: MESSAGE` with the source line.
 
+use grammask::syntax::json_schema::{FormatMode, JsonSchemaOptions, PropertyOrder, Whitespace};
 use grammask::{Grammar, GrammarFormat};
 use std::io::Read;
 use std::path::Path;
@@ -84,4 +85,114 @@ pub fn report_compile_error(name: &str, err: &grammask::CompileError) -> i32 {
         other => eprintln!("{name}: {other}"),
     }
     EXIT_REJECTED
+}
+
+/// The options of the JSON Schema converter, shared by the commands that read schemas.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SchemaArgs {
+    /// JSON Schema: whitespace between tokens (`compact`, `flexible` (default: at most one
+    /// line break and 32 spaces or tabs), `any`).
+    #[arg(long, value_name = "MODE", value_parser = ["compact", "flexible", "any"])]
+    pub whitespace: Option<String>,
+    /// JSON Schema: a missing `additionalProperties` means `false`.
+    #[arg(long)]
+    pub strict: bool,
+    /// JSON Schema: unsupported keywords become warnings (printed) instead of errors.
+    #[arg(long)]
+    pub lenient: bool,
+    /// JSON Schema: `assert` (default) enforces known formats, `annotation` ignores them.
+    #[arg(long, value_name = "MODE", value_parser = ["assert", "annotation"])]
+    pub format_mode: Option<String>,
+    /// JSON Schema: object properties in any order (instead of the schema's order).
+    #[arg(long)]
+    pub any_order: bool,
+}
+
+impl SchemaArgs {
+    /// The converter options these arguments ask for.
+    pub fn options(&self) -> JsonSchemaOptions {
+        JsonSchemaOptions {
+            whitespace: match self.whitespace.as_deref() {
+                Some("compact") => Whitespace::Compact,
+                Some("any") => Whitespace::Any,
+                _ => Whitespace::default(),
+            },
+            strict: self.strict,
+            lenient: self.lenient,
+            format: if self.format_mode.as_deref() == Some("annotation") {
+                FormatMode::Annotation
+            } else {
+                FormatMode::Assert
+            },
+            property_order: if self.any_order { PropertyOrder::Any } else { PropertyOrder::Schema },
+            ..JsonSchemaOptions::default()
+        }
+    }
+}
+
+/// Where a command's grammar comes from: a file, or a built-in grammar.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GrammarArgs {
+    /// The grammar file (`.gbnf`, `.ebnf`, `.json` for a JSON Schema, `.regex`), or `-`
+    /// for stdin (GBNF unless `--format` says otherwise). Not given with `--builtin`.
+    #[arg(required_unless_present = "builtin")]
+    pub grammar: Option<String>,
+    /// The grammar's format, when the extension does not say.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// The root rule of a GBNF/EBNF grammar.
+    #[arg(long, default_value = "root")]
+    pub root: String,
+    /// A built-in grammar instead of a file: `json` (any JSON value; the whitespace
+    /// option applies).
+    #[arg(long, value_name = "NAME", value_parser = ["json"])]
+    pub builtin: Option<String>,
+    /// JSON Schema options.
+    #[command(flatten)]
+    pub schema: SchemaArgs,
+}
+
+/// Reads the grammar `args` name: a built-in one, or a file parsed in its format (JSON
+/// Schemas with the schema options); warnings and errors printed as by [`load_grammar`].
+pub fn load_grammar_args(args: &GrammarArgs) -> Result<LoadedGrammar, i32> {
+    if let Some(name) = &args.builtin {
+        if let Some(path) = &args.grammar {
+            eprintln!("grammask: give either GRAMMAR ({path}) or --builtin {name}, not both");
+            return Err(EXIT_USAGE);
+        }
+        let grammar = grammask::syntax::json_schema::builtin_json_grammar(&args.schema.options());
+        return Ok(LoadedGrammar {
+            grammar,
+            name: format!("builtin:{name}"),
+            format: GrammarFormat::JsonSchema,
+        });
+    }
+    let path = args.grammar.as_deref().unwrap_or("-");
+    let format = format_of(path, args.format.as_deref())?;
+    if format != GrammarFormat::JsonSchema {
+        return load_grammar(path, args.format.as_deref(), &args.root);
+    }
+    load_schema(path, &args.schema)
+}
+
+/// Reads and converts a JSON Schema with the given options; prints warnings, and errors.
+pub fn load_schema(path: &str, schema: &SchemaArgs) -> Result<LoadedGrammar, i32> {
+    let text = read_text(path)?;
+    let name = if path == "-" { "<stdin>".to_string() } else { path.to_string() };
+    match grammask::syntax::json_schema::parse_json_schema(&text, &schema.options()) {
+        Ok(converted) => {
+            for w in &converted.warnings {
+                eprintln!("{}", w.render(&name, &text));
+            }
+            Ok(LoadedGrammar {
+                grammar: converted.grammar,
+                name,
+                format: GrammarFormat::JsonSchema,
+            })
+        }
+        Err(diagnostics) => {
+            eprintln!("{}", diagnostics.render(&name, &text));
+            Err(EXIT_REJECTED)
+        }
+    }
 }

@@ -1,14 +1,17 @@
 //! `grammask mask GRAMMAR --vocab VOCAB`: the tokens allowed after a prefix.
 
-use super::input::{load_grammar, report_compile_error, EXIT_REJECTED, EXIT_USAGE};
+use super::input::{
+    load_grammar_args, report_compile_error, GrammarArgs, EXIT_REJECTED, EXIT_USAGE,
+};
 use grammask::{bitmask_len, get_bit, Compiler, Matcher, Vocabulary};
 use std::time::Instant;
 
 /// Arguments of `grammask mask`.
 #[derive(clap::Args, Debug)]
 pub struct MaskArgs {
-    /// The grammar file (`.gbnf`, `.ebnf`, `.json`, `.regex`), or `-` for stdin.
-    pub grammar: String,
+    /// The grammar.
+    #[command(flatten)]
+    pub source: GrammarArgs,
     /// The vocabulary: `o200k`, `cl100k`, or a path to tokenizer.json / *.tiktoken.
     #[arg(long)]
     pub vocab: String,
@@ -24,17 +27,11 @@ pub struct MaskArgs {
     /// Print `{"count", "allowed", "eos_allowed", "elapsed_us"}` instead.
     #[arg(long)]
     pub json: bool,
-    /// The grammar's format, when the extension does not say.
-    #[arg(long)]
-    pub format: Option<String>,
-    /// The root rule of a GBNF/EBNF grammar.
-    #[arg(long, default_value = "root")]
-    pub root: String,
 }
 
 /// Runs the command; returns the exit code.
 pub fn run(args: &MaskArgs) -> i32 {
-    let loaded = match load_grammar(&args.grammar, args.format.as_deref(), &args.root) {
+    let loaded = match load_grammar_args(&args.source) {
         Ok(l) => l,
         Err(code) => return code,
     };

@@ -1,6 +1,7 @@
 //! The `grammask` commands, one module each.
 
 pub mod check;
+pub mod convert;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod grammar_match;

@@ -235,6 +235,18 @@ pub(crate) fn is_annotation(key: &str) -> bool {
     ANNOTATIONS.contains(&key)
 }
 
+/// Whether `v` holds an object with `$id`, `id` or `$anchor` anywhere.
+fn declares_identifier(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => {
+            ["$id", "id", "$anchor"].iter().any(|k| m.get(*k).is_some_and(Value::is_string))
+                || m.values().any(declares_identifier)
+        }
+        Value::Array(a) => a.iter().any(declares_identifier),
+        _ => false,
+    }
+}
+
 fn at(ptr: &str, key: &str) -> String {
     format!("{ptr}/{}", escape_token(key))
 }
@@ -696,8 +708,24 @@ impl<'a> Converter<'a> {
                 "$dynamicRef" | "$recursiveRef" => {
                     self.unsupported(kp, format!("`{key}` is not supported"))?;
                 }
+                "extends" | "disallow" | "divisibleBy" => {
+                    // draft-03 validation keywords: not ignorable.
+                    self.unsupported(kp, format!("draft-03 keyword `{key}` is not supported"))?;
+                }
+                _ if declares_identifier(v) => {
+                    // An unknown keyword holding `$id`/`$anchor`: references could
+                    // resolve into it, which validators do not do.
+                    self.unsupported(kp, format!("unknown keyword `{key}` holding `$id`"))?;
+                }
                 _ => {
-                    self.unsupported(kp, format!("unknown keyword `{key}`"))?;
+                    // Validators ignore keywords they do not know (JSON Schema core,
+                    // "unknown keywords"); so does the converter, with a warning.
+                    let w =
+                        Diagnostic::at_pointer(kp, format!("unknown keyword `{key}` is ignored"))
+                            .into_warning();
+                    if !self.warnings.contains(&w) {
+                        self.warnings.push(w);
+                    }
                 }
             }
         }

@@ -31,6 +31,7 @@
 //! assert!(!m.matches(r#"{"a": 0}"#));
 //! ```
 
+mod counts;
 mod flat;
 mod formats;
 pub mod matcher;
@@ -208,7 +209,14 @@ pub fn json_schema_to_grammar(
         Some(s) => ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)),
         None => false,
     };
+    // Drafts 03 and 04 count only numbers without a fraction or exponent as integers
+    // (`1.0` is not one), as their validators do.
+    let plain_integers = match schema.get("$schema").and_then(Value::as_str) {
+        Some(s) => ["draft-03", "draft-04"].iter().any(|d| s.contains(d)),
+        None => false,
+    };
     let mut conv = Converter {
+        plain_integers,
         opts,
         b: GrammarBuilder::new(),
         warnings,
@@ -249,6 +257,8 @@ pub(crate) struct Converter<'a> {
     pending: Vec<(Sub<'a>, RuleId)>,
     pub(crate) shared: HashMap<&'static str, RuleId>,
     pub(crate) legacy_refs: bool,
+    /// Integers are written without fraction or exponent (drafts 03 and 04).
+    pub(crate) plain_integers: bool,
     /// Alternatives created by distributing `anyOf`/`oneOf` so far.
     pub(crate) branches: usize,
 }

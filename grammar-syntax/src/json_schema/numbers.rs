@@ -412,7 +412,7 @@ fn magnitude_range(lo: &Bound, hi: Option<&Bound>) -> Option<Expr> {
 }
 
 /// The zero fraction a JSON Schema integer may carry (`5.0`).
-fn zero_fraction() -> Expr {
+pub(crate) fn zero_fraction() -> Expr {
     Expr::optional(cat(vec![Expr::literal("."), Expr::repeat(Expr::literal("0"), 1, None)]))
 }
 

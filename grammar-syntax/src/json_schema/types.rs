@@ -14,6 +14,39 @@ use crate::regex::{
 };
 use serde_json::Value;
 
+/// Largest member expression (IR nodes) copied where an object's member list needs it
+/// more than once; larger ones become rules.
+const MAX_COPIED_MEMBER: usize = 48;
+
+/// `-?(0|[1-9][0-9]*)`: an integer as drafts 03 and 04 count them.
+fn plain_integer() -> Expr {
+    Expr::seq(vec![
+        Expr::optional(Expr::literal("-")),
+        Expr::choice(vec![
+            Expr::literal("0"),
+            Expr::seq(vec![
+                Expr::class(false, [('1', '9')]),
+                Expr::star(Expr::class(false, [('0', '9')])),
+            ]),
+        ]),
+    ])
+}
+
+/// The expression without the optional zero fractions of integers (`5.0`).
+fn strip_zero_fraction(e: Expr) -> Expr {
+    if e == numbers::zero_fraction() {
+        return Expr::Empty;
+    }
+    match e {
+        Expr::Seq(items) => Expr::Seq(items.into_iter().map(strip_zero_fraction).collect()),
+        Expr::Choice(items) => Expr::Choice(items.into_iter().map(strip_zero_fraction).collect()),
+        Expr::Repeat { expr, min, max } => {
+            Expr::Repeat { expr: Box::new(strip_zero_fraction(*expr)), min, max }
+        }
+        other => other,
+    }
+}
+
 fn choice_or_never(alts: Vec<Expr>) -> Expr {
     let alts: Vec<Expr> = alts.into_iter().filter(|a| !is_never(a)).collect();
     if alts.is_empty() {
@@ -165,6 +198,10 @@ impl<'a> Converter<'a> {
             self.unsupported(n.ptr.clone(), "`not` of this schema is not expressible".into())?;
         }
         self.expand_dependencies(&mut f, depth)?;
+        if !f.groups.is_empty() || !f.nots.is_empty() {
+            // Dependencies merged in brought `anyOf`/`oneOf`/`not`: handle them as above.
+            return self.compile_flat(f, depth + 1);
+        }
         let body = match f.values.clone() {
             Some(values) => {
                 let mut alts = Vec::new();
@@ -551,7 +588,7 @@ impl<'a> Converter<'a> {
             )?;
         }
         match (f.patterns.as_slice(), formats.as_slice(), lengths) {
-            ([], [], true) => Ok(quoted(Expr::repeat(
+            ([], [], true) => Ok(quoted(self.counted(
                 json_any_char(),
                 count32(f.min_length),
                 f.max_length.map(count32),
@@ -614,6 +651,9 @@ impl<'a> Converter<'a> {
             ]));
         }
         if !f.has_number_constraints() {
+            if integer && self.plain_integers {
+                return Ok(plain_integer());
+            }
             return Ok(self.shared(if integer { SharedRule::Integer } else { SharedRule::Number }));
         }
         let (lo, hi) = (f.lower.as_ref(), f.upper.as_ref());
@@ -646,6 +686,10 @@ impl<'a> Converter<'a> {
                 }
             }
             [_, (_, ptr), ..] => Err((ptr.clone(), "several multipleOf".to_string())),
+        };
+        let result = match result {
+            Ok(Some(e)) if integer && self.plain_integers => Ok(Some(strip_zero_fraction(e))),
+            other => other,
         };
         match result {
             Ok(Some(e)) => Ok(e),
@@ -800,7 +844,7 @@ impl<'a> Converter<'a> {
             match additional {
                 None => Expr::Empty,
                 Some(a) => {
-                    let more = Expr::repeat(
+                    let more = self.counted(
                         comma(&a),
                         count32(min.saturating_sub(1)),
                         max.map(|m| count32(m.saturating_sub(1))),
@@ -886,7 +930,29 @@ impl<'a> Converter<'a> {
         let n = members.len();
         let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
         let first_required = members.iter().position(|m| m.0).unwrap_or(n);
-        let use_rules = (first_required + 1) * n > 256;
+        // Each member is written up to twice and each tail up to `first_required + 1`
+        // times: large members become rules of their own, and tails become rules when
+        // their copies would add up, so nested objects do not multiply sizes.
+        let members: Vec<(bool, Expr)> = members
+            .iter()
+            .map(|(required, e)| {
+                if e.size() > MAX_COPIED_MEMBER {
+                    (*required, Expr::Rule(self.b.add_fresh("member", e.clone())))
+                } else {
+                    (*required, e.clone())
+                }
+            })
+            .collect();
+        let additional = additional.map(|a| {
+            if a.size() > MAX_COPIED_MEMBER {
+                Expr::Rule(self.b.add_fresh("additional", a.clone()))
+            } else {
+                a.clone()
+            }
+        });
+        let additional = additional.as_ref();
+        let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
+        let use_rules = (first_required + 1) * total > 1024;
         // tails[i]: what follows once something was written, from member i on.
         let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
         tails[n] = match additional {
@@ -1122,6 +1188,10 @@ impl<'a> Converter<'a> {
         let rest = if is_never(&rest) {
             max = Some(max.map_or(k as u64, |m| m.min(k as u64)));
             None
+        } else if rest.size() > MAX_COPIED_MEMBER {
+            // Written at several places (and repeated by counts): a rule of its own.
+            let id = self.b.add_fresh("item", rest);
+            Some(Expr::seq(vec![Expr::Rule(id), w.clone()]))
         } else {
             Some(Expr::seq(vec![rest, w.clone()]))
         };
@@ -1175,7 +1245,7 @@ impl<'a> Converter<'a> {
                 if hi == Some(0) {
                     Expr::Empty
                 } else {
-                    Expr::repeat(comma(r), lo, hi)
+                    self.counted(comma(r), lo, hi)
                 }
             }
             None => Expr::Empty,
@@ -1186,7 +1256,7 @@ impl<'a> Converter<'a> {
             };
             let lo = count32(min.saturating_sub(1));
             let hi = max.map(|m| count32(m.saturating_sub(1)));
-            let list = Expr::seq(vec![r.clone(), Expr::repeat(comma(&r), lo, hi)]);
+            let list = Expr::seq(vec![r.clone(), self.counted(comma(&r), lo, hi)]);
             if min == 0 {
                 Expr::optional(list)
             } else {

@@ -1,0 +1,71 @@
+//! Counted repetitions whose size does not grow with the bound.
+//!
+//! `x{min,max}` written as one IR repetition becomes `max` copies of `x` in an automaton.
+//! For large bounds (`maxLength: 32767`, `maxItems: 10000`) the converter instead groups
+//! the items into chunks: a rule `chunk ::= x{CHUNK}`, called up to `max / CHUNK` times,
+//! then the remainder. Each call costs the automaton one state, so its size grows with
+//! `max / CHUNK` instead of `max × |x|`. (Chunks of chunks would be smaller still, but
+//! the engine inlines small rules back into their callers, so they are not used.)
+//! Inside a chunk the items stay in one automaton, so the token masks of, say, string
+//! characters stay context-independent except near a chunk's end.
+
+use super::Converter;
+use crate::ir::Expr;
+use crate::regex::never;
+
+/// Largest body (IR nodes) copied by a repetition; larger ones become a rule.
+const MAX_COPIED: usize = 64;
+/// Items per chunk.
+pub const CHUNK: u32 = 32;
+
+impl Converter<'_> {
+    /// `x{min,max}` (`max` `None`: unbounded), chunked when large.
+    pub(crate) fn counted(&mut self, x: Expr, min: u32, max: Option<u32>) -> Expr {
+        if max.is_some_and(|m| m < min) {
+            return never();
+        }
+        let large = |n: u32| n > 2 * CHUNK;
+        let x = if x.size() > MAX_COPIED && max.unwrap_or(min) > 1 {
+            Expr::Rule(self.b.add_fresh("repeated", x))
+        } else {
+            x
+        };
+        let top = max.unwrap_or(min);
+        if !large(top) {
+            return Expr::repeat(x, min, max);
+        }
+        let name = self.b.fresh_name("chunk");
+        let chunk = self.b.declare(&name);
+        // Written out, not as `x{CHUNK}`: the engine measures a body by its IR nodes, and
+        // a repetition node does not count its copies.
+        self.b.define(chunk, Expr::Seq(vec![x.clone(); CHUNK as usize]));
+        let exact = |n: u32| {
+            let (q, r) = (n / CHUNK, n % CHUNK);
+            Expr::seq(vec![
+                Expr::repeat(Expr::Rule(chunk), q, Some(q)),
+                Expr::repeat(x.clone(), r, Some(r)),
+            ])
+        };
+        let head = if large(min) { exact(min) } else { Expr::repeat(x.clone(), min, Some(min)) };
+        let tail = match max {
+            None => Expr::star(x.clone()),
+            Some(max) => {
+                let n = max - min;
+                if !large(n) {
+                    Expr::repeat(x.clone(), 0, Some(n))
+                } else {
+                    // Lengths a·CHUNK + b: a < q with any b < CHUNK, or a = q with b ≤ r.
+                    let (q, r) = (n / CHUNK, n % CHUNK);
+                    Expr::seq(vec![
+                        Expr::repeat(Expr::Rule(chunk), 0, Some(q - 1)),
+                        Expr::choice(vec![
+                            Expr::repeat(x.clone(), 0, Some(CHUNK - 1)),
+                            Expr::seq(vec![Expr::Rule(chunk), Expr::repeat(x, 0, Some(r))]),
+                        ]),
+                    ])
+                }
+            }
+        };
+        Expr::seq(vec![head, tail])
+    }
+}

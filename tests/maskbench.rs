@@ -1,0 +1,72 @@
+//! MaskBench on a deterministic sample (every 20th file by name): no invalid instance
+//! accepted, no panic, and at least 90% of the sampled schemas compiled. The corpus is
+//! not in the repository (it has no licence); its directory comes from
+//! `GRAMMASK_MASKBENCH` (`.ci/run` sets it). CI also runs the whole corpus in release
+//! mode (`grammask-bench maskbench --check`).
+
+#[path = "../bench-suite/src/maskbench.rs"]
+#[allow(dead_code)]
+mod maskbench;
+
+use maskbench::{list_files, run_file_with_timeout, Totals};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One file in this many is run.
+const STRIDE: usize = 20;
+
+#[test]
+fn maskbench_sample() {
+    let Some(dir) = std::env::var_os("GRAMMASK_MASKBENCH") else {
+        eprintln!(
+            "\n*** SKIPPED: maskbench_sample needs the MaskBench corpus; \
+             set GRAMMASK_MASKBENCH to its directory ***\n"
+        );
+        return;
+    };
+    let files: Vec<PathBuf> = list_files(PathBuf::from(dir).as_path(), None)
+        .expect("GRAMMASK_MASKBENCH is a readable directory")
+        .into_iter()
+        .step_by(STRIDE)
+        .collect();
+    assert!(!files.is_empty(), "no MaskBench files in GRAMMASK_MASKBENCH");
+    let vocab = Arc::new(grammask::byte_vocabulary());
+    let next = Mutex::new(0usize);
+    let totals = Mutex::new(Totals::default());
+    // Debug builds are slower than the 10 s of the release runner.
+    let timeout = Duration::from_secs(60);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let i = {
+                    let mut n = next.lock().unwrap();
+                    *n += 1;
+                    *n - 1
+                };
+                let Some(path) = files.get(i) else { break };
+                let report = run_file_with_timeout(path, &vocab, timeout);
+                totals.lock().unwrap().add(&report);
+            });
+        }
+    });
+    let totals = totals.into_inner().unwrap();
+    let t = &totals.total;
+    println!("{}", serde_json::to_string_pretty(&t.to_json()).unwrap());
+    println!("refusals: {:?}", totals.refusals_by_count());
+    for c in &totals.invalid_accepted {
+        println!("invalid accepted: {} test {:?}: {}", c.file, c.test, c.detail);
+    }
+    for c in &totals.failures {
+        println!("failure: {}: {}", c.file, c.detail);
+    }
+    assert_eq!(t.invalid_accepted, 0, "invalid instances accepted: {:?}", totals.invalid_accepted);
+    assert_eq!(t.panics, 0, "panics: {:?}", totals.failures);
+    assert!(
+        t.compiled_ratio() >= 0.9,
+        "compiled {} of {} sampled schemas ({:.1}%)",
+        t.compiled,
+        t.schemas,
+        t.compiled_ratio() * 100.0
+    );
+}
