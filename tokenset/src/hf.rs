@@ -273,7 +273,7 @@ fn detect_encoding(root: &Value, model_type: Option<&str>) -> Encoding {
 }
 
 /// `<0xNN>` (two hex digits, either case) as the byte `NN`.
-fn byte_fallback_value(s: &str) -> Option<u8> {
+pub(crate) fn byte_fallback_value(s: &str) -> Option<u8> {
     let hex = s.strip_prefix("<0x")?.strip_suffix('>')?;
     if hex.len() != 2 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
@@ -304,7 +304,7 @@ fn byte_level_char_to_byte(c: char) -> Option<u8> {
     table.get(c as usize).copied().flatten()
 }
 
-fn byte_level_decode(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn byte_level_decode(s: &str) -> Option<Vec<u8>> {
     s.chars().map(byte_level_char_to_byte).collect()
 }
 

@@ -6,7 +6,7 @@
 //!   middle of a text), its [`TokenKind`], the stop tokens and the logits width
 //!   (`vocab_size`, which may exceed the number of tokens). Loaders read Hugging Face
 //!   `tokenizer.json` files (byte-level BPE and sentencepiece-style byte-fallback),
-//!   tiktoken rank files, the builtin OpenAI encodings bundled by `tiktoken-rs`
+//!   tiktoken rank files, GGUF model files (the tokenizer in their metadata), the builtin OpenAI encodings bundled by `tiktoken-rs`
 //!   (`cl100k_base`, `o200k_base`, ...) and plain lists of byte strings.
 //! * [`SortedVocab`]: the non-special tokens sorted by bytes, with shared-prefix lengths
 //!   and skip links, so a grammar engine can walk the vocabulary as a trie.
@@ -42,6 +42,7 @@
 
 mod bitmask;
 mod error;
+mod gguf;
 mod hf;
 mod sorted;
 mod tiktoken;

@@ -210,8 +210,8 @@ impl Vocabulary {
     }
 
     /// Loads a vocabulary from a specification string: a builtin name (see
-    /// [`Vocabulary::builtin`]), a path to a `tokenizer.json`, a directory holding one, or a
-    /// path to a tiktoken rank file (`*.tiktoken`, or any file whose content does not start
+    /// [`Vocabulary::builtin`]), a path to a `tokenizer.json`, a directory holding one, a
+    /// GGUF model file (`*.gguf`, see [`Vocabulary::from_gguf`]), or a tiktoken rank file (`*.tiktoken`, or any file whose content does not start
     /// with `{`). A tiktoken file named after a builtin (`cl100k_base.tiktoken`, ...) gets
     /// that builtin's special tokens; any other gets none.
     pub fn load(spec: &str) -> Result<Self, VocabError> {
@@ -223,6 +223,9 @@ impl Vocabulary {
             return Self::from_tokenizer_json(path.join("tokenizer.json"));
         }
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if ext.eq_ignore_ascii_case("gguf") {
+            return Self::from_gguf(path);
+        }
         if ext.eq_ignore_ascii_case("json") {
             return Self::from_tokenizer_json(path);
         }
