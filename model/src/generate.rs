@@ -123,7 +123,12 @@ impl Model {
         let content = gguf_file::Content::read(&mut file)
             .map_err(|e| Error::Gguf(format!("{}: {e}", path.display())))?;
         let tokenizer = GgufTokenizer::from_content(&content)?;
-        let vocab = tokenizer.vocabulary()?;
+        // The mask's vocabulary from tokenset's GGUF reader (the same ids, bytes, special
+        // and stop tokens as the tokenizer above), as wide as the model's logits.
+        let mut vocab = Vocabulary::from_gguf(path).map_err(|e| Error::Gguf(e.to_string()))?;
+        if tokenizer.vocab_size > vocab.vocab_size() {
+            vocab.set_vocab_size(tokenizer.vocab_size).map_err(|e| Error::Gguf(e.to_string()))?;
+        }
         let encoder = BpeEncoder::new(&tokenizer)?;
         let device = Device::Cpu;
         let weights = ModelWeights::from_gguf(content, &mut file, &device)

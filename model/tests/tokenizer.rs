@@ -68,6 +68,15 @@ fn bpe_encoding_agrees_with_the_tokenizers_crate_and_round_trips() {
 fn vocabulary_matches_the_model() {
     let tok = load();
     let vocab = tok.vocabulary().unwrap();
+    // tokenset's GGUF reader (what the mask uses) agrees on every id.
+    let path = grammask_model::fetch::default_model().unwrap();
+    let tokenset = grammask_tokenset::Vocabulary::from_gguf(&path).unwrap();
+    assert_eq!(tokenset.vocab_size(), vocab.vocab_size());
+    assert_eq!(tokenset.stop_tokens(), vocab.stop_tokens());
+    for id in 0..vocab.vocab_size() as u32 {
+        assert_eq!(tokenset.token_bytes(id), vocab.token_bytes(id), "token {id}");
+        assert_eq!(tokenset.kind(id), vocab.kind(id), "token {id}");
+    }
     assert_eq!(vocab.vocab_size(), 49152);
     let names =
         |ids: &[u32]| ids.iter().map(|&i| tok.texts[i as usize].clone()).collect::<Vec<_>>();
