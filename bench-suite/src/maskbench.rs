@@ -184,11 +184,12 @@ pub fn keyword_of(d: &Diagnostic) -> String {
         rest = &after[end + 1..];
     }
     if let Some(pointer) = &d.pointer {
+        // The keyword is the pointer's last segment, unless that segment is a name (a
+        // property called `not` under `properties`).
         let segments: Vec<&str> = pointer.split('/').collect();
-        for i in (1..segments.len()).rev() {
-            let named = i >= 1 && NAMING.contains(&segments[i - 1]);
-            if !named && KEYWORDS.contains(&segments[i]) {
-                return segments[i].to_string();
+        if let [.., parent, last] = segments.as_slice() {
+            if !NAMING.contains(parent) && KEYWORDS.contains(last) {
+                return last.to_string();
             }
         }
     }
