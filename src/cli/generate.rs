@@ -20,7 +20,8 @@ pub struct GenerateArgs {
     /// A JSON Schema file.
     #[arg(long)]
     pub schema: Option<String>,
-    /// A built-in grammar: `json` (any JSON object, llama.cpp's json.gbnf).
+    /// A built-in grammar: `json` (any JSON value, the same built-in as the other
+    /// commands' `--builtin json`).
     #[arg(long, value_parser = ["json"])]
     pub builtin: Option<String>,
     /// A GGUF model file (Llama architecture, byte-level BPE tokenizer). Default:
@@ -50,22 +51,14 @@ pub struct GenerateArgs {
     pub json: bool,
 }
 
-/// llama.cpp's JSON grammar (a JSON object), the built-in `json`.
-const BUILTIN_JSON: &str =
-    include_str!("../../grammar-syntax/tests/data/llama.cpp-grammars/json.gbnf");
-
 fn load(args: &GenerateArgs) -> Result<(Grammar, String), i32> {
     let loaded = match (&args.grammar, &args.schema, &args.builtin) {
         (Some(path), _, _) => input::load_grammar(path, None, "root")?,
         (None, Some(path), _) => input::load_grammar(path, Some("json"), "root")?,
-        (None, None, Some(_)) => {
-            let parsed =
-                grammask::parse_grammar(BUILTIN_JSON, grammask::GrammarFormat::Gbnf, "root")
-                    .map_err(|d| {
-                        eprintln!("{}", d.render("builtin json", BUILTIN_JSON));
-                        EXIT_REJECTED
-                    })?;
-            return Ok((parsed.grammar, "builtin json".to_string()));
+        (None, None, Some(name)) => {
+            let options = grammask::syntax::JsonSchemaOptions::default();
+            let grammar = grammask::syntax::json_schema::builtin_json_grammar(&options);
+            return Ok((grammar, format!("builtin:{name}")));
         }
         (None, None, None) => {
             eprintln!("grammask: generate needs --grammar, --schema or --builtin");
