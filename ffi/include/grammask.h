@@ -108,6 +108,24 @@ typedef struct GrammaskMatcher GrammaskMatcher;
 // logits width (`vocab_size`). Opaque; immutable; shareable between threads.
 typedef struct GrammaskVocab GrammaskVocab;
 
+// Options of JSON Schema compilation (`grammask_compile_json_schema_with_options`).
+// `grammask_json_schema_options_default` fills the library's defaults.
+typedef struct GrammaskJsonSchemaOptions {
+  // Whitespace between tokens: 0 compact (none), 1 flexible (at most one line break
+  // then at most `max_whitespace_run` spaces or tabs; the default), 2 any.
+  uint32_t whitespace;
+  // The cap of flexible whitespace (default 32).
+  uint32_t max_whitespace_run;
+  // A missing `additionalProperties` means `false` (providers' strict modes).
+  bool strict;
+  // Unsupported keywords become warnings instead of errors.
+  bool lenient;
+  // Enforce `format` (default true); false treats formats as annotations.
+  bool format_assert;
+  // Object properties in any order (default false: the schema's order).
+  bool any_order;
+} GrammaskJsonSchemaOptions;
+
 // One candidate of a llama.cpp-style candidate array (the layout of `llama_token_data`).
 typedef struct GrammaskTokenData {
   // The token id.
@@ -244,6 +262,24 @@ enum GrammaskStatus grammask_compile_json_schema(const struct GrammaskVocab *voc
                                                  const char *schema,
                                                  size_t len,
                                                  struct GrammaskGrammar **out);
+
+// Fills `*out` with the default JSON Schema options.
+//
+// # Safety
+// `out` is NULL or writable.
+enum GrammaskStatus grammask_json_schema_options_default(struct GrammaskJsonSchemaOptions *out);
+
+// Compiles a JSON Schema (`len` bytes of JSON text) with the given options (NULL: the
+// defaults). An unknown `whitespace` value is `GRAMMASK_STATUS_INVALID_ARGUMENT`.
+//
+// # Safety
+// `vocab` is NULL or a handle; `schema` holds `len` readable bytes; `options` is NULL
+// or readable; `out` is NULL or writable.
+enum GrammaskStatus grammask_compile_json_schema_with_options(const struct GrammaskVocab *vocab,
+                                                              const char *schema,
+                                                              size_t len,
+                                                              const struct GrammaskJsonSchemaOptions *options,
+                                                              struct GrammaskGrammar **out);
 
 // The number of `uint32_t` words of this grammar's bitmasks: ceil(vocab_size / 32).
 //

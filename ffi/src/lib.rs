@@ -514,6 +514,102 @@ pub unsafe extern "C" fn grammask_compile_json_schema(
     unsafe { compile(vocab, schema, len, std::ptr::null(), GrammarFormat::JsonSchema, out) }
 }
 
+/// Options of JSON Schema compilation (`grammask_compile_json_schema_with_options`).
+/// `grammask_json_schema_options_default` fills the library's defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GrammaskJsonSchemaOptions {
+    /// Whitespace between tokens: 0 compact (none), 1 flexible (at most one line break
+    /// then at most `max_whitespace_run` spaces or tabs; the default), 2 any.
+    pub whitespace: u32,
+    /// The cap of flexible whitespace (default 32).
+    pub max_whitespace_run: u32,
+    /// A missing `additionalProperties` means `false` (providers' strict modes).
+    pub strict: bool,
+    /// Unsupported keywords become warnings instead of errors.
+    pub lenient: bool,
+    /// Enforce `format` (default true); false treats formats as annotations.
+    pub format_assert: bool,
+    /// Object properties in any order (default false: the schema's order).
+    pub any_order: bool,
+}
+
+/// Fills `*out` with the default JSON Schema options.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_json_schema_options_default(
+    out: *mut GrammaskJsonSchemaOptions,
+) -> GrammaskStatus {
+    guard(|| {
+        non_null(out, "out")?;
+        let options = GrammaskJsonSchemaOptions {
+            whitespace: 1,
+            max_whitespace_run: 32,
+            strict: false,
+            lenient: false,
+            format_assert: true,
+            any_order: false,
+        };
+        // SAFETY: checked for NULL above.
+        unsafe { write(out, options) };
+        Ok(())
+    })
+}
+
+/// Compiles a JSON Schema (`len` bytes of JSON text) with the given options (NULL: the
+/// defaults). An unknown `whitespace` value is `GRAMMASK_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `vocab` is NULL or a handle; `schema` holds `len` readable bytes; `options` is NULL
+/// or readable; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_compile_json_schema_with_options(
+    vocab: *const GrammaskVocab,
+    schema: *const c_char,
+    len: usize,
+    options: *const GrammaskJsonSchemaOptions,
+    out: *mut *mut GrammaskGrammar,
+) -> GrammaskStatus {
+    use grammask::syntax::json_schema::{FormatMode, PropertyOrder, Whitespace};
+    guard(|| {
+        non_null(out, "out")?;
+        // SAFETY: handle and buffer contracts documented in the header.
+        let (v, text) =
+            unsafe { (borrow::<VocabValue, _>(vocab, "vocab")?, text(schema, len, "schema")?) };
+        let mut opts = grammask::syntax::JsonSchemaOptions::default();
+        if !options.is_null() {
+            // SAFETY: non-NULL and readable by contract.
+            let o = unsafe { *options };
+            opts.whitespace = match o.whitespace {
+                0 => Whitespace::Compact,
+                1 => Whitespace::Flexible { max_run: o.max_whitespace_run },
+                2 => Whitespace::Any,
+                w => {
+                    return Err(Failure::new(
+                        GrammaskStatus::InvalidArgument,
+                        format!("options.whitespace is {w}: 0 compact, 1 flexible, 2 any"),
+                    ))
+                }
+            };
+            opts.strict = o.strict;
+            opts.lenient = o.lenient;
+            opts.format = if o.format_assert { FormatMode::Assert } else { FormatMode::Annotation };
+            opts.property_order =
+                if o.any_order { PropertyOrder::Any } else { PropertyOrder::Schema };
+        }
+        let converted = grammask::syntax::parse_json_schema(text, &opts)
+            .map_err(|d| Failure::diagnostics(&d, text))?;
+        let compiled = Compiler::from_arc(v.0.clone())
+            .compile_grammar(&converted.grammar)
+            .map_err(|e| Failure::compile(&e, text))?;
+        // SAFETY: `out` checked for NULL; writable by contract.
+        unsafe { write(out, into_handle(GrammarValue(compiled))) };
+        Ok(())
+    })
+}
+
 /// The number of `uint32_t` words of this grammar's bitmasks: ceil(vocab_size / 32).
 ///
 /// # Safety

@@ -481,3 +481,60 @@ fn bad_arguments_give_error_statuses() {
         let _: *const c_char = grammask_last_error();
     }
 }
+
+#[test]
+fn json_schema_options() {
+    // SAFETY (whole test): every pointer passed is valid for the call as documented.
+    unsafe {
+        let v = vocab();
+        let schema = r#"{"type": "object", "properties": {"a": {"type": "integer"}}}"#;
+        let accepts = |options: *const GrammaskJsonSchemaOptions, text: &str| -> bool {
+            let mut g = null_mut();
+            ok(grammask_compile_json_schema_with_options(
+                v,
+                schema.as_ptr().cast(),
+                schema.len(),
+                options,
+                &mut g,
+            ));
+            let mut m = null_mut();
+            ok(grammask_matcher_new(g, &mut m));
+            let mut end = false;
+            let accepted = grammask_matcher_accept_bytes(m, text.as_ptr(), text.len()) == S::Ok
+                && grammask_matcher_can_terminate(m, &mut end) == S::Ok
+                && end;
+            ok(grammask_matcher_free(m));
+            ok(grammask_grammar_free(g));
+            accepted
+        };
+        let mut options = GrammaskJsonSchemaOptions {
+            whitespace: 9,
+            max_whitespace_run: 0,
+            strict: false,
+            lenient: false,
+            format_assert: false,
+            any_order: false,
+        };
+        ok(grammask_json_schema_options_default(&mut options));
+        assert_eq!((options.whitespace, options.max_whitespace_run), (1, 32));
+        assert!(accepts(null(), r#"{"a": 1}"#), "NULL options are the defaults");
+        assert!(accepts(&options, r#"{"a": 1}"#));
+        options.whitespace = 0;
+        assert!(!accepts(&options, r#"{"a": 1}"#), "compact refuses the space");
+        assert!(accepts(&options, r#"{"a":1}"#));
+        options.strict = true;
+        assert!(!accepts(&options, r#"{"a":1,"b":2}"#), "strict: no additional properties");
+        options.whitespace = 7;
+        let mut g = null_mut();
+        let status = grammask_compile_json_schema_with_options(
+            v,
+            schema.as_ptr().cast(),
+            schema.len(),
+            &options,
+            &mut g,
+        );
+        assert!(fails(status, S::InvalidArgument).contains("whitespace"));
+        fails(grammask_json_schema_options_default(null_mut()), S::NullPointer);
+        ok(grammask_vocab_free(v));
+    }
+}
