@@ -424,19 +424,39 @@ unsafe fn compile(
     format: GrammarFormat,
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
+    // SAFETY: same contract as the caller's.
+    unsafe {
+        compile_text(vocab, text_ptr, len, out, |text| {
+            // SAFETY: `root` is NULL or NUL-terminated by contract.
+            let root = if root.is_null() { "root" } else { c_str(root, "root")? };
+            let parsed = grammask::parse_grammar(text, format, root)
+                .map_err(|d| Failure::diagnostics(&d, text))?;
+            Ok(parsed.grammar)
+        })
+    }
+}
+
+/// Reads `len` bytes of grammar text, turns them into a grammar with `to_grammar`,
+/// compiles it for `vocab` and writes the new handle to `*out`.
+///
+/// # Safety
+/// `vocab` is NULL or a handle; `text_ptr` holds `len` readable bytes; `out` is NULL or
+/// writable.
+unsafe fn compile_text(
+    vocab: *const GrammaskVocab,
+    text_ptr: *const c_char,
+    len: usize,
+    out: *mut *mut GrammaskGrammar,
+    to_grammar: impl FnOnce(&str) -> Result<grammask::Grammar, Failure>,
+) -> GrammaskStatus {
     guard(|| {
         non_null(out, "out")?;
         // SAFETY: handle and buffer contracts documented in the header.
-        let (v, text, root) = unsafe {
-            let v = borrow::<VocabValue, _>(vocab, "vocab")?;
-            let text = text(text_ptr, len, "text")?;
-            let root = if root.is_null() { "root" } else { c_str(root, "root")? };
-            (v, text, root)
-        };
-        let parsed = grammask::parse_grammar(text, format, root)
-            .map_err(|d| Failure::diagnostics(&d, text))?;
+        let (v, text) =
+            unsafe { (borrow::<VocabValue, _>(vocab, "vocab")?, text(text_ptr, len, "text")?) };
+        let grammar = to_grammar(text)?;
         let compiled = Compiler::from_arc(v.0.clone())
-            .compile_grammar(&parsed.grammar)
+            .compile_grammar(&grammar)
             .map_err(|e| Failure::compile(&e, text))?;
         // SAFETY: `out` checked for NULL; writable by contract.
         unsafe { write(out, into_handle(GrammarValue(compiled))) };
@@ -573,41 +593,36 @@ pub unsafe extern "C" fn grammask_compile_json_schema_with_options(
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
     use grammask::syntax::json_schema::{FormatMode, PropertyOrder, Whitespace};
-    guard(|| {
-        non_null(out, "out")?;
-        // SAFETY: handle and buffer contracts documented in the header.
-        let (v, text) =
-            unsafe { (borrow::<VocabValue, _>(vocab, "vocab")?, text(schema, len, "schema")?) };
-        let mut opts = grammask::syntax::JsonSchemaOptions::default();
-        if !options.is_null() {
-            // SAFETY: non-NULL and readable by contract.
-            let o = unsafe { *options };
-            opts.whitespace = match o.whitespace {
-                0 => Whitespace::Compact,
-                1 => Whitespace::Flexible { max_run: o.max_whitespace_run },
-                2 => Whitespace::Any,
-                w => {
-                    return Err(Failure::new(
-                        GrammaskStatus::InvalidArgument,
-                        format!("options.whitespace is {w}: 0 compact, 1 flexible, 2 any"),
-                    ))
-                }
-            };
-            opts.strict = o.strict;
-            opts.lenient = o.lenient;
-            opts.format = if o.format_assert { FormatMode::Assert } else { FormatMode::Annotation };
-            opts.property_order =
-                if o.any_order { PropertyOrder::Any } else { PropertyOrder::Schema };
-        }
-        let converted = grammask::syntax::parse_json_schema(text, &opts)
-            .map_err(|d| Failure::diagnostics(&d, text))?;
-        let compiled = Compiler::from_arc(v.0.clone())
-            .compile_grammar(&converted.grammar)
-            .map_err(|e| Failure::compile(&e, text))?;
-        // SAFETY: `out` checked for NULL; writable by contract.
-        unsafe { write(out, into_handle(GrammarValue(compiled))) };
-        Ok(())
-    })
+    // SAFETY: same contract as documented above.
+    unsafe {
+        compile_text(vocab, schema, len, out, |text| {
+            let mut opts = grammask::syntax::JsonSchemaOptions::default();
+            if !options.is_null() {
+                // SAFETY: non-NULL and readable by contract.
+                let o = *options;
+                opts.whitespace = match o.whitespace {
+                    0 => Whitespace::Compact,
+                    1 => Whitespace::Flexible { max_run: o.max_whitespace_run },
+                    2 => Whitespace::Any,
+                    w => {
+                        return Err(Failure::new(
+                            GrammaskStatus::InvalidArgument,
+                            format!("options.whitespace is {w}: 0 compact, 1 flexible, 2 any"),
+                        ))
+                    }
+                };
+                opts.strict = o.strict;
+                opts.lenient = o.lenient;
+                opts.format =
+                    if o.format_assert { FormatMode::Assert } else { FormatMode::Annotation };
+                opts.property_order =
+                    if o.any_order { PropertyOrder::Any } else { PropertyOrder::Schema };
+            }
+            let converted = grammask::syntax::parse_json_schema(text, &opts)
+                .map_err(|d| Failure::diagnostics(&d, text))?;
+            Ok(converted.grammar)
+        })
+    }
 }
 
 /// The number of `uint32_t` words of this grammar's bitmasks: ceil(vocab_size / 32).
