@@ -1,7 +1,7 @@
 //! `grammask check GRAMMAR`: is the grammar valid? Exit 0 when it is (warnings go to
 //! stderr), 1 when it is not (every error is printed), 2 on usage errors.
 
-use super::input::{load_grammar_args, GrammarArgs};
+use super::input::{load_grammar_args, GrammarArgs, LimitArgs};
 
 /// Arguments of `grammask check`.
 #[derive(clap::Args, Debug)]
@@ -9,6 +9,9 @@ pub struct CheckArgs {
     /// The grammar.
     #[command(flatten)]
     pub source: GrammarArgs,
+    /// Resource limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Runs the command; returns the exit code.
@@ -16,7 +19,7 @@ pub fn run(args: &CheckArgs) -> i32 {
     match load_grammar_args(&args.source) {
         Ok(loaded) => {
             // The engine's own refusals (left recursion it cannot rewrite, limits) count too.
-            let compiler = grammask::Compiler::new(&grammask::byte_vocabulary());
+            let compiler = args.limits.compiler(&grammask::byte_vocabulary());
             if let Err(e) = compiler.compile_grammar(&loaded.grammar) {
                 return super::input::report_compile_error(&loaded.name, &e);
             }

@@ -1,9 +1,9 @@
 //! `grammask match GRAMMAR [INPUT]`: is the input in the grammar's language?
 
 use super::input::{
-    load_grammar_args, read_text, report_compile_error, GrammarArgs, EXIT_REJECTED,
+    load_grammar_args, read_text, report_compile_error, GrammarArgs, LimitArgs, EXIT_REJECTED,
 };
-use grammask::{byte_vocabulary, Compiler, GrammarFormat, MatchError, Matcher};
+use grammask::{byte_vocabulary, GrammarFormat, MatchError, Matcher};
 
 /// Arguments of `grammask match`.
 #[derive(clap::Args, Debug)]
@@ -11,6 +11,9 @@ pub struct MatchArgs {
     /// The grammar.
     #[command(flatten)]
     pub source: GrammarArgs,
+    /// Resource limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// The text to match; stdin when absent.
     pub input: Option<String>,
     /// Only ask whether the input can be continued to a match.
@@ -39,7 +42,7 @@ pub fn run(args: &MatchArgs) -> i32 {
     if loaded.format == GrammarFormat::JsonSchema {
         input.truncate(input.trim_end_matches([' ', '\t', '\n', '\r']).len());
     }
-    let compiled = match Compiler::new(&byte_vocabulary()).compile_grammar(&loaded.grammar) {
+    let compiled = match args.limits.compiler(&byte_vocabulary()).compile_grammar(&loaded.grammar) {
         Ok(c) => c,
         Err(e) => return report_compile_error(&loaded.name, &e),
     };

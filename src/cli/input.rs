@@ -196,3 +196,44 @@ pub fn load_schema(path: &str, schema: &SchemaArgs) -> Result<LoadedGrammar, i32
         }
     }
 }
+
+/// Resource limits on the command line (each overrides one default of
+/// [`grammask::Limits`]); a limit that is hit ends the command with exit 1 and
+/// `limit: NAME: ...`.
+#[derive(clap::Args, Debug, Default)]
+pub struct LimitArgs {
+    /// Limit `grammar_size`: IR nodes after the passes (default 2,000,000).
+    #[arg(long, value_name = "N")]
+    pub max_grammar_size: Option<usize>,
+    /// Limit `automaton_states`: NFA states of a rule and DFA states in all (default
+    /// 2,000,000).
+    #[arg(long, value_name = "N")]
+    pub max_automaton_states: Option<usize>,
+    /// Limit `live_stacks`: parallel parses alive at one step (default 10,000).
+    #[arg(long, value_name = "N")]
+    pub max_live_stacks: Option<usize>,
+    /// Limit `stack_depth`: nesting of rule calls at run time (default 10,000).
+    #[arg(long, value_name = "N")]
+    pub max_stack_depth: Option<usize>,
+    /// Limit `rollback_history`: steps kept for rollback (default 10,000).
+    #[arg(long, value_name = "N")]
+    pub max_rollback: Option<usize>,
+}
+
+impl LimitArgs {
+    /// A compiler for `vocab` with these limits.
+    pub fn compiler(&self, vocab: &grammask::Vocabulary) -> grammask::Compiler {
+        let defaults = grammask::Limits::default();
+        let limits = grammask::Limits {
+            max_grammar_size: self.max_grammar_size.unwrap_or(defaults.max_grammar_size),
+            max_automaton_states: self
+                .max_automaton_states
+                .unwrap_or(defaults.max_automaton_states),
+            max_live_stacks: self.max_live_stacks.unwrap_or(defaults.max_live_stacks),
+            max_stack_depth: self.max_stack_depth.unwrap_or(defaults.max_stack_depth),
+            max_rollback: self.max_rollback.unwrap_or(defaults.max_rollback),
+        };
+        let config = grammask::CompilerConfig { limits, ..grammask::CompilerConfig::default() };
+        grammask::Compiler::new(vocab).with_config(config)
+    }
+}

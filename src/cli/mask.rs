@@ -1,9 +1,9 @@
 //! `grammask mask GRAMMAR --vocab VOCAB`: the tokens allowed after a prefix.
 
 use super::input::{
-    load_grammar_args, report_compile_error, GrammarArgs, EXIT_REJECTED, EXIT_USAGE,
+    load_grammar_args, report_compile_error, GrammarArgs, LimitArgs, EXIT_REJECTED, EXIT_USAGE,
 };
-use grammask::{bitmask_len, get_bit, Compiler, Matcher, Vocabulary};
+use grammask::{bitmask_len, get_bit, Matcher, Vocabulary};
 use std::time::Instant;
 
 /// Arguments of `grammask mask`.
@@ -12,6 +12,9 @@ pub struct MaskArgs {
     /// The grammar.
     #[command(flatten)]
     pub source: GrammarArgs,
+    /// Resource limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// The vocabulary: `o200k`, `cl100k`, or a path to tokenizer.json / *.tiktoken.
     #[arg(long)]
     pub vocab: String,
@@ -42,7 +45,7 @@ pub fn run(args: &MaskArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let compiled = match Compiler::new(&vocab).compile_grammar(&loaded.grammar) {
+    let compiled = match args.limits.compiler(&vocab).compile_grammar(&loaded.grammar) {
         Ok(c) => c,
         Err(e) => return report_compile_error(&loaded.name, &e),
     };
