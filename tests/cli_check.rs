@@ -1,33 +1,14 @@
 //! `grammask check` and `grammask print`: exit codes, `FILE:LINE:COL` diagnostics with the
 //! source line and a caret, normalized GBNF output.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod support;
 
-fn grammask(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_grammask"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("grammask runs");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).expect("write stdin");
-    }
-    drop(input);
-    child.wait_with_output().expect("grammask finishes")
-}
+use std::path::PathBuf;
+use support::grammask;
 
 /// A grammar file in a fresh temporary folder.
 fn grammar_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grammask-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write grammar");
-    path
+    support::temp_file(&format!("cli-{name}"), name, text)
 }
 
 fn text(bytes: &[u8]) -> String {

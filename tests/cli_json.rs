@@ -1,32 +1,14 @@
 //! The CLI's JSON Schema paths: `grammask convert` with its options, `--builtin json` in
 //! `check`, `print`, `match` and `mask`, and the schema options of `match`.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod support;
 
-fn grammask(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_grammask"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("grammask runs");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).expect("write stdin");
-    }
-    drop(input);
-    child.wait_with_output().expect("grammask finishes")
-}
+use std::path::PathBuf;
+use std::process::Output;
+use support::grammask;
 
 fn file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grammask-cli-json-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write file");
-    path
+    support::temp_file("cli-json", name, text)
 }
 
 fn out(o: &Output) -> String {

@@ -218,29 +218,20 @@ impl Matcher {
             if closure.can_end {
                 break;
             }
-            let mut only: Option<u8> = None;
-            let mut several = false;
-            for config in &closure.configs {
-                let dfa = self.grammar.dfa(config.top);
-                if !dfa.token_edges(config.top.state).is_empty() {
-                    several = true;
-                    break;
-                }
-                for b in 0..=255u8 {
-                    if dfa.next(config.top.state, b).is_some() {
-                        match only {
-                            None => only = Some(b),
-                            Some(o) if o == b => {}
-                            Some(_) => several = true,
-                        }
-                    }
-                }
-                if several {
-                    break;
-                }
+            if closure
+                .configs
+                .iter()
+                .any(|c| !self.grammar.dfa(c.top).token_edges(c.top.state).is_empty())
+            {
+                break;
             }
-            match (only, several) {
-                (Some(b), false) => {
+            let allowed = byte_set(&self.grammar, &closure.configs);
+            let count: u32 = allowed.iter().map(|w| w.count_ones()).sum();
+            let only = (count == 1)
+                .then(|| (0..=255u8).find(|&b| allowed[(b >> 6) as usize] & (1 << (b & 63)) != 0))
+                .flatten();
+            match only {
+                Some(b) => {
                     out.push(b);
                     stacks = step_byte(&self.grammar, &closure.configs, b);
                 }
@@ -257,13 +248,9 @@ impl Matcher {
             return Ok(allowed);
         }
         let closure = self.close(&self.current.stacks)?;
-        for config in &closure.configs {
-            let dfa = self.grammar.dfa(config.top);
-            for b in 0..=255u8 {
-                if dfa.next(config.top.state, b).is_some() {
-                    allowed[b as usize] = true;
-                }
-            }
+        let set = byte_set(&self.grammar, &closure.configs);
+        for (b, slot) in allowed.iter_mut().enumerate() {
+            *slot = set[b >> 6] & (1 << (b & 63)) != 0;
         }
         Ok(allowed)
     }
@@ -303,6 +290,17 @@ impl Matcher {
         close_into(&self.grammar, stacks, &mut out)?;
         Ok(out)
     }
+}
+
+/// The bytes some configuration can read next, as a 256-bit set.
+fn byte_set(grammar: &CompiledGrammar, configs: &[Stack]) -> [u64; 4] {
+    let mut set = [0u64; 4];
+    for config in configs {
+        for (w, x) in set.iter_mut().zip(grammar.dfa(config.top).byte_set(config.top.state)) {
+            *w |= x;
+        }
+    }
+    set
 }
 
 /// Reads one byte: each configuration's top moves to its successor, if any.
