@@ -35,4 +35,33 @@ fn limits_from_the_command_line_are_named_when_hit() {
     assert_eq!(code, 0, "{text}");
     let (code, _) = grammask(&["check", big, "--max-automaton-states", "lots"]);
     assert_eq!(code, 2, "a malformed limit is a usage error");
+
+    let (code, text) = grammask(&["check", big, "--max-compile-ms", "0"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("limit: compile_time"), "{text}");
+    let (code, text) = grammask(&["check", big, "--max-compile-ms", "60000"]);
+    assert_eq!(code, 0, "{text}");
+}
+
+#[test]
+fn mask_cache_bound_from_the_command_line() {
+    let g = support::temp_file("cli-limits", "words.gbnf", "root ::= [a-z]+ (\" \" [a-z]+)*\n");
+    let g = g.to_str().unwrap();
+    let args = ["mask", g, "--vocab", "o200k", "--prefix", "ab", "--json"];
+    let (code, text) = grammask(
+        &[&args[..], &["--precompute-mask-cache", "--max-mask-cache-bytes", "1000"]].concat(),
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("limit: mask_cache_bytes"), "{text}");
+    // Lazily filled within a tiny bound, the mask is the same as with the default cache.
+    let (code, bounded) = grammask(&[&args[..], &["--max-mask-cache-bytes", "1000"]].concat());
+    assert_eq!(code, 0, "{bounded}");
+    let (code, default) = grammask(&[&args[..], &["--precompute-mask-cache"]].concat());
+    assert_eq!(code, 0, "{default}");
+    let allowed = |json: &str| {
+        let v: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+        (v["count"].clone(), v["allowed"].clone())
+    };
+    assert_eq!(allowed(&bounded), allowed(&default));
+    assert!(allowed(&bounded).0.as_u64().unwrap() > 1000, "{bounded}");
 }

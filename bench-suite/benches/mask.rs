@@ -31,7 +31,7 @@ fn mask(c: &mut Criterion) {
             b.iter(|| compiler.compile_gbnf(GRAMMAR).expect("compiles"))
         });
         let compiled = compiler.compile_gbnf(GRAMMAR).expect("compiles");
-        compiled.precompute_mask_cache();
+        compiled.precompute_mask_cache().expect("the mask cache fits");
         let mut bitmask = vec![0u32; bitmask_len(vocab.vocab_size())];
         // One iteration walks the whole document: the time per step is this / tokens.
         c.bench_function(

@@ -6,23 +6,28 @@
 //! no left recursion (a top-down matcher would loop), token ids named by the grammar
 //! exist. Every limit is explicit ([`Limits`]) and reported as [`CompileError::Limit`].
 
+use crate::automaton::dfa::DfaError;
 use crate::automaton::nfa::{Nfa, NfaError};
 use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
+use crate::deadline::Deadline;
 use crate::error::CompileError;
 use crate::follow::{exit_bytes, nullable_rules, ByteSet};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
 use crate::stack::{Position, Stack};
-use crate::token_cache::{classify, PositionMask};
+use crate::token_cache::{classify, MaskEntry, PositionMask};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Resource limits, each with a documented default. A limit that is hit is an error that
-/// names it, never a panic, a hang or a silent slowdown.
+/// names it (`limit: NAME: ...`), never a panic, a hang or a silent slowdown; the one
+/// exception is `mask_cache_bytes` at run time, which only costs speed (see there).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// `grammar_size`: IR nodes after the passes. Default 2,000,000.
@@ -37,6 +42,25 @@ pub struct Limits {
     /// `rollback_history`: steps a matcher keeps for [`crate::Matcher::rollback`].
     /// Default 10,000; older steps are dropped.
     pub max_rollback: usize,
+    /// `compile_time`: wall-clock time of one compilation, from the start of parsing
+    /// (for the `compile_*` methods taking text) through the passes, the automata, the
+    /// compile-time checks and, when [`CompilerConfig::precompute_mask_cache`] asks for
+    /// it, the mask cache's eager precompute. Checked cooperatively (between passes,
+    /// every 256 states of subset construction, every round of minimization and of the
+    /// productivity check, before each precomputed position), so a compile past it
+    /// stops soon after with the limit named. Default 30 s: real grammars (llama.cpp's,
+    /// MaskBench's schemas) compile in milliseconds to a few hundred milliseconds.
+    pub max_compile_time: Duration,
+    /// `mask_cache_bytes`: heap bytes the adaptive token mask cache may store (its
+    /// entries' id lists, bitsets and context-dependent lists, as counted by
+    /// [`CompiledGrammar::mask_cache_memory`]). The eager precompute
+    /// ([`CompilerConfig::precompute_mask_cache`],
+    /// [`CompiledGrammar::precompute_mask_cache`]) fails with this limit named when the
+    /// entries do not fit. Entries filled lazily at run time are stored while they fit;
+    /// past the bound, a position's entry is computed for that mask and not kept, so
+    /// masks stay the same and only cost more (a vocabulary walk for that position).
+    /// Default 1 GiB.
+    pub max_mask_cache_bytes: usize,
 }
 
 impl Default for Limits {
@@ -47,6 +71,8 @@ impl Default for Limits {
             max_live_stacks: 10_000,
             max_stack_depth: 10_000,
             max_rollback: 10_000,
+            max_compile_time: Duration::from_secs(30),
+            max_mask_cache_bytes: 1 << 30,
         }
     }
 }
@@ -62,6 +88,11 @@ pub struct CompilerConfig {
     /// the whole vocabulary against the stacks: the same answers, slower; kept for
     /// differential tests.
     pub mask_cache: bool,
+    /// Whether compilation fills every entry of the token mask cache (in parallel), so
+    /// no mask pays a first visit; default off (entries fill on first use). Counts
+    /// against `compile_time`; entries that do not fit in `mask_cache_bytes` make the
+    /// compile fail with that limit named.
+    pub precompute_mask_cache: bool,
 }
 
 impl Default for CompilerConfig {
@@ -70,6 +101,7 @@ impl Default for CompilerConfig {
             limits: Limits::default(),
             passes: PassConfig::default(),
             mask_cache: true,
+            precompute_mask_cache: false,
         }
     }
 }
@@ -135,14 +167,16 @@ impl Compiler {
 
     /// Compiles GBNF text (llama.cpp's dialect) whose root rule is `root`.
     pub fn compile_gbnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let start = Instant::now();
         let parsed = grammask_syntax::parse_gbnf(text).map_err(CompileError::Grammar)?;
-        self.compile_grammar(&parsed.grammar)
+        self.compile_grammar_since(&parsed.grammar, start)
     }
 
     /// Compiles EBNF text (XGrammar's dialect) whose root rule is `root`.
     pub fn compile_ebnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let start = Instant::now();
         let parsed = grammask_syntax::parse_ebnf(text).map_err(CompileError::Grammar)?;
-        self.compile_grammar(&parsed.grammar)
+        self.compile_grammar_since(&parsed.grammar, start)
     }
 
     /// Compiles a JSON Schema (its text) with the given conversion options.
@@ -151,24 +185,38 @@ impl Compiler {
         schema: &str,
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let start = Instant::now();
         let converted =
             grammask_syntax::parse_json_schema(schema, options).map_err(CompileError::Grammar)?;
-        self.compile_grammar(&converted.grammar)
+        self.compile_grammar_since(&converted.grammar, start)
     }
 
     /// Compiles a regular expression that must match the whole text.
     pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let start = Instant::now();
         let grammar = grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar)?;
-        self.compile_grammar(&grammar)
+        self.compile_grammar_since(&grammar, start)
     }
 
     /// Compiles a grammar given as IR.
     pub fn compile_grammar(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
+        self.compile_grammar_since(grammar, Instant::now())
+    }
+
+    /// Compiles a grammar given as IR whose making (parsing, conversion) started at
+    /// `start`: that time counts against the `compile_time` limit.
+    pub fn compile_grammar_since(
+        &self,
+        grammar: &Grammar,
+        start: Instant,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let deadline = Deadline::starting_at(start, self.config.limits.max_compile_time);
+        deadline.check("parsing")?;
         match &self.cache {
-            Some(cache) => {
-                cache.get_or_compile(grammar, &self.config, || self.compile_uncached(grammar))
-            }
-            None => self.compile_uncached(grammar),
+            Some(cache) => cache.get_or_compile(grammar, &self.config, || {
+                self.compile_uncached(grammar, &deadline)
+            }),
+            None => self.compile_uncached(grammar, &deadline),
         }
     }
 
@@ -179,9 +227,13 @@ impl Compiler {
         self
     }
 
-    fn compile_uncached(&self, grammar: &Grammar) -> Result<Arc<CompiledGrammar>, CompileError> {
+    fn compile_uncached(
+        &self,
+        grammar: &Grammar,
+        deadline: &Deadline,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let limits = &self.config.limits;
-        let grammar = passes::run(grammar.clone(), &self.config.passes);
+        let grammar = passes::run(grammar.clone(), &self.config.passes, deadline)?;
         let size = grammar.size();
         if size > limits.max_grammar_size {
             return Err(CompileError::Limit {
@@ -197,6 +249,7 @@ impl Compiler {
         let mut automata = Vec::with_capacity(grammar.rules.len());
         let mut total_states = 0usize;
         for rule in &grammar.rules {
+            deadline.check("automaton construction")?;
             let mut intern = |set: &TokenSet| {
                 *token_index.entry(set.clone()).or_insert_with(|| {
                     token_sets.push(set.clone());
@@ -220,12 +273,17 @@ impl Compiler {
                     }
                 })?;
             let budget = limits.max_automaton_states.saturating_sub(total_states);
-            let dfa = Dfa::from_nfa(&nfa, budget).map_err(|_| CompileError::Limit {
-                name: "automaton_states",
-                message: format!(
-                    "the automata need more than {} states (at rule `{}`)",
-                    limits.max_automaton_states, rule.name
-                ),
+            let dfa = Dfa::from_nfa(&nfa, budget, deadline).map_err(|e| match e {
+                DfaError::TooManyStates => CompileError::Limit {
+                    name: "automaton_states",
+                    message: format!(
+                        "the automata need more than {} states (at rule `{}`)",
+                        limits.max_automaton_states, rule.name
+                    ),
+                },
+                DfaError::Timeout => {
+                    deadline.error(&format!("automaton construction, rule `{}`", rule.name))
+                }
             })?;
             total_states += dfa.len();
             automata.push(dfa);
@@ -236,16 +294,22 @@ impl Compiler {
                 return Err(CompileError::TokenOutOfRange { id, vocab_size });
             }
         }
-        check_productive(&grammar, &automata)?;
+        check_productive(&grammar, &automata, deadline)?;
+        deadline.check("the productivity check")?;
         check_left_recursion(&grammar, &automata)?;
-        Ok(Arc::new(CompiledGrammar::assemble(
+        deadline.check("the left-recursion check")?;
+        let compiled = CompiledGrammar::assemble(
             self.vocab.clone(),
             grammar,
             automata,
             token_sets,
             limits.clone(),
             self.config.mask_cache,
-        )))
+        );
+        if self.config.precompute_mask_cache {
+            compiled.precompute(deadline)?;
+        }
+        Ok(Arc::new(compiled))
     }
 
     /// Loads a grammar serialized by [`CompiledGrammar::serialize`] for this compiler's
@@ -260,7 +324,7 @@ impl Compiler {
                 return Err(CompileError::TokenOutOfRange { id, vocab_size });
             }
         }
-        check_productive(&parts.grammar, &parts.automata)?;
+        check_productive(&parts.grammar, &parts.automata, &Deadline::unlimited())?;
         check_left_recursion(&parts.grammar, &parts.automata)?;
         Ok(Arc::new(CompiledGrammar::assemble(
             self.vocab.clone(),
@@ -296,6 +360,8 @@ pub struct CompiledGrammar {
     /// Per rule and state, the bytes that may follow when leaving the automaton there
     /// (context expansion for the cache).
     exits: Vec<Vec<ByteSet>>,
+    /// Heap bytes of the stored cache entries (at most `limits.max_mask_cache_bytes`).
+    cache_bytes: AtomicUsize,
 }
 
 impl CompiledGrammar {
@@ -331,6 +397,7 @@ impl CompiledGrammar {
             state_base,
             cache,
             exits,
+            cache_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -383,13 +450,38 @@ impl CompiledGrammar {
         &self.automata[position.rule.index()]
     }
 
-    /// The cached classification of `position`, computed on first use; `None` when the
-    /// cache is off.
-    pub(crate) fn position_mask(&self, position: Position) -> Option<&PositionMask> {
+    /// The cached classification of `position`, computed on first use and stored while
+    /// the cache holds at most `max_mask_cache_bytes` (past it, computed and returned
+    /// without being stored); `None` when the cache is off.
+    pub(crate) fn position_mask(&self, position: Position) -> Option<MaskEntry<'_>> {
         let index = self.state_base[position.rule.index()] as usize + position.state.index();
         let slot = self.cache.get(index)?;
+        if let Some(stored) = slot.get() {
+            return Some(MaskEntry::Stored(stored));
+        }
         let exits = &self.exits[position.rule.index()];
-        Some(slot.get_or_init(|| classify(self.dfa(position), position.state, exits, &self.vocab)))
+        let mask = classify(self.dfa(position), position.state, exits, &self.vocab);
+        let bytes = mask.memory();
+        let max = self.limits.max_mask_cache_bytes;
+        let reserved = self
+            .cache_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&total| total <= max)
+            })
+            .is_ok();
+        if !reserved {
+            return Some(MaskEntry::Unstored(mask));
+        }
+        let mut ours = false;
+        let stored = slot.get_or_init(|| {
+            ours = true;
+            mask
+        });
+        if !ours {
+            // Another thread stored the same entry first: give the reservation back.
+            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        }
+        Some(MaskEntry::Stored(stored))
     }
 
     /// Whether masks use the token mask cache.
@@ -397,15 +489,25 @@ impl CompiledGrammar {
         !self.cache.is_empty()
     }
 
-    /// Bytes held by the filled entries of the token mask cache.
+    /// Bytes held by the stored entries of the token mask cache (at most the limit
+    /// `mask_cache_bytes`).
     pub fn mask_cache_memory(&self) -> usize {
-        self.cache.iter().filter_map(|slot| slot.get()).map(PositionMask::memory).sum()
+        self.cache_bytes.load(Ordering::Acquire)
     }
 
     /// Fills every entry of the token mask cache now, in parallel, instead of on first
-    /// use (a longer compile for no first-visit cost later).
-    pub fn precompute_mask_cache(&self) {
+    /// use (a longer compile for no first-visit cost later). Fails with the limit
+    /// `compile_time` (counted from this call) or `mask_cache_bytes` named; the entries
+    /// filled before stay.
+    pub fn precompute_mask_cache(&self) -> Result<(), CompileError> {
+        self.precompute(&Deadline::new(self.limits.max_compile_time))
+    }
+
+    fn precompute(&self, deadline: &Deadline) -> Result<(), CompileError> {
         use rayon::prelude::*;
+        if !self.has_mask_cache() {
+            return Ok(());
+        }
         let positions: Vec<Position> = self
             .automata
             .iter()
@@ -416,18 +518,35 @@ impl CompiledGrammar {
                     .map(move |s| Position { rule: RuleId::new(r), state: StateId::new(s) })
             })
             .collect();
-        positions.par_iter().for_each(|&p| {
-            self.position_mask(p);
-        });
+        positions.par_iter().try_for_each(|&p| {
+            deadline.check("the mask cache's precompute")?;
+            match self.position_mask(p) {
+                Some(MaskEntry::Unstored(_)) => Err(CompileError::Limit {
+                    name: "mask_cache_bytes",
+                    message: format!(
+                        "the token mask cache needs more than {} bytes ({} automaton \
+                         positions to precompute)",
+                        self.limits.max_mask_cache_bytes,
+                        positions.len()
+                    ),
+                }),
+                _ => Ok(()),
+            }
+        })
     }
 }
 
 /// Fixpoint: a rule is productive when an accepting state is reachable from its start
 /// through bytes, tokens and calls of productive rules.
-fn check_productive(grammar: &Grammar, automata: &[Dfa]) -> Result<(), CompileError> {
+fn check_productive(
+    grammar: &Grammar,
+    automata: &[Dfa],
+    deadline: &Deadline,
+) -> Result<(), CompileError> {
     let n = automata.len();
     let mut productive = vec![false; n];
     loop {
+        deadline.check("the productivity check")?;
         let mut changed = false;
         for r in 0..n {
             if productive[r] {

@@ -4,6 +4,7 @@
 //! - [`passes`]: IR → IR transformations, the pipeline in one place.
 //! - [`automaton`]: per-rule byte automata (NFA → minimized, trimmed DFA).
 //! - [`compiler`]: [`Compiler`], [`CompiledGrammar`] (serializable) and the [`Limits`].
+//! - [`deadline`]: the compile time budget, checked cooperatively.
 //! - `cache`: [`GrammarCache`], compiled grammars by content, memory-bounded.
 //! - [`matcher`]: [`Matcher`], the pushdown matcher with persistent stacks.
 //! - `mask`: the token walk behind [`Matcher::fill_next_token_bitmask`].
@@ -16,6 +17,7 @@
 pub mod automaton;
 mod cache;
 pub mod compiler;
+pub mod deadline;
 pub mod error;
 mod follow;
 pub mod ids;
@@ -28,6 +30,7 @@ mod token_cache;
 
 pub use cache::GrammarCache;
 pub use compiler::{CompiledGrammar, Compiler, CompilerConfig, Limits};
+pub use deadline::Deadline;
 pub use error::{CompileError, MatchError};
 pub use ids::{StateId, TokenSetId};
 pub use matcher::{fill_next_token_bitmasks, Matcher};

@@ -72,18 +72,18 @@ pub(crate) fn fill(
     }
     // Context-independent tokens from the cache, then the context-dependent ones of each
     // position checked against that stack alone (the other stacks are other configs).
-    let mut dependent: Vec<(&Stack, &[u32])> = Vec::new();
+    let mut dependent = Vec::new();
     for config in &closure.configs {
         if let Some(entry) = grammar.position_mask(config.top) {
             entry.accepted.apply(bitmask);
             if !entry.dependent.is_empty() {
-                dependent.push((config, &entry.dependent));
+                dependent.push((config, entry));
             }
         }
     }
-    for (config, positions) in dependent {
+    for (config, entry) in dependent {
         let seed = Closure { configs: vec![config.clone()], can_end: false };
-        walk(grammar, &seed, Some(positions), bitmask)?;
+        walk(grammar, &seed, Some(&entry.dependent), bitmask)?;
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use grammask_tokenset::Vocabulary;
 use std::hash::{Hash, Hasher};
 
 const MAGIC: &[u8; 8] = b"GRAMMASK";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Deepest expression nesting accepted when loading.
 const MAX_DEPTH: usize = 10_000;
 
@@ -134,6 +134,8 @@ pub(crate) fn write(
         limits.max_live_stacks,
         limits.max_stack_depth,
         limits.max_rollback,
+        usize::try_from(limits.max_compile_time.as_millis()).unwrap_or(usize::MAX),
+        limits.max_mask_cache_bytes,
     ] {
         w.len(v);
     }
@@ -183,6 +185,8 @@ pub(crate) fn read(bytes: &[u8], fingerprint: u64) -> Result<Parts, LoadError> {
         max_live_stacks: next()?,
         max_stack_depth: next()?,
         max_rollback: next()?,
+        max_compile_time: std::time::Duration::from_millis(next()? as u64),
+        max_mask_cache_bytes: next()?,
     };
     let root = r.u32()? as usize;
     let n_rules = r.len(10)?;

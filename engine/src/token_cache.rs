@@ -13,8 +13,10 @@
 //! length and skips every token that shares a refused prefix, so it costs about one table
 //! lookup per trie node visited. Context expansion ([`crate::follow`]) narrows the
 //! context-dependent tokens: leaving the automaton only matters when the next byte can
-//! follow there (start a callee, or follow the rule somewhere in the grammar). Entries are filled on first visit (`OnceLock`: never
-//! twice, safe from many threads) and shared by every matcher of the grammar. Accepted
+//! follow there (start a callee, or follow the rule somewhere in the grammar).
+//! Entries are filled on first visit (`OnceLock`: never twice, safe from many threads)
+//! and shared by every matcher of the grammar, while their total size stays within
+//! `Limits::max_mask_cache_bytes`; past it an entry is computed for one mask and dropped. Accepted
 //! sets are stored as an id list or a bitset, whichever is smaller.
 
 use crate::automaton::Dfa;
@@ -65,6 +67,27 @@ impl PositionMask {
     /// Heap bytes used.
     pub(crate) fn memory(&self) -> usize {
         self.accepted.memory() + self.dependent.len() * 4
+    }
+}
+
+/// A position's classification: stored in the cache, or computed for one use because
+/// the cache reached its bound (`Limits::max_mask_cache_bytes`).
+#[derive(Debug)]
+pub(crate) enum MaskEntry<'a> {
+    /// The cache's entry.
+    Stored(&'a PositionMask),
+    /// Computed now, not kept.
+    Unstored(PositionMask),
+}
+
+impl std::ops::Deref for MaskEntry<'_> {
+    type Target = PositionMask;
+
+    fn deref(&self) -> &PositionMask {
+        match self {
+            MaskEntry::Stored(mask) => mask,
+            MaskEntry::Unstored(mask) => mask,
+        }
     }
 }
 

@@ -91,3 +91,71 @@ fn state_limit_is_named() {
         other => panic!("{other:?}"),
     }
 }
+
+fn with_limits(limits: Limits, precompute: bool) -> Compiler {
+    Compiler::new(&vocab()).with_config(CompilerConfig {
+        limits,
+        precompute_mask_cache: precompute,
+        ..CompilerConfig::default()
+    })
+}
+
+#[test]
+fn compile_time_budget_is_named_when_spent() {
+    // Indirect left recursion over many rules (Paull's method is quadratic in them) and
+    // counted repetitions; with no budget at all the first check stops it.
+    let rules: Vec<String> = (0..40)
+        .map(|i| format!("r{i} ::= r{} \"+\" [a-z]{{0,40}} | \"x\"", (i + 1) % 40))
+        .collect();
+    let grammar = format!("root ::= r0\n{}", rules.join("\n"));
+    let none = Limits { max_compile_time: std::time::Duration::ZERO, ..Limits::default() };
+    match with_limits(none, false).compile_gbnf(&grammar) {
+        Err(CompileError::Limit { name: "compile_time", message }) => {
+            assert!(message.contains("0 ms"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The default budget compiles it, and the grammar answers.
+    let compiler = Compiler::new(&vocab());
+    assert!(accepts(&compiler, &grammar, "x+aa+b+"));
+    assert!(!accepts(&compiler, &grammar, "x+0"));
+    // A budget spent during the mask cache's eager precompute is named too.
+    let tiny = Limits { max_compile_time: std::time::Duration::from_nanos(1), ..Limits::default() };
+    let compiled = with_limits(Limits::default(), false).compile_gbnf("root ::= [ab]+").unwrap();
+    assert!(compiled.precompute_mask_cache().is_ok());
+    match with_limits(tiny, true).compile_gbnf("root ::= [ab]+") {
+        Err(CompileError::Limit { name: "compile_time", .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn mask_cache_bound_refuses_an_eager_precompute_that_does_not_fit() {
+    let grammar = "root ::= (\"(\" [ab01]* \")\" | \"x\" \"+\"?)+";
+    let tiny = Limits { max_mask_cache_bytes: 8, ..Limits::default() };
+    match with_limits(tiny.clone(), true).compile_gbnf(grammar) {
+        Err(CompileError::Limit { name: "mask_cache_bytes", message }) => {
+            assert!(message.contains("8 bytes"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Precomputed within the default bound, the whole cache is stored.
+    let full = with_limits(Limits::default(), true).compile_gbnf(grammar).unwrap();
+    let stored = full.mask_cache_memory();
+    assert!(stored > 8, "{stored} bytes");
+    // Lazily filled, the bounded cache stores at most its bound and answers the same.
+    let lazy = with_limits(tiny, false).compile_gbnf(grammar).unwrap();
+    let mut bounded = Matcher::new(lazy.clone());
+    let mut reference = Matcher::new(full);
+    let mut a = vec![0u32; bitmask_len(11)];
+    let mut b = vec![0u32; bitmask_len(11)];
+    for token in [6u32, 0, 3, 1, 7, 9, 8, 9, 6, 7] {
+        bounded.fill_next_token_bitmask(&mut a).unwrap();
+        reference.fill_next_token_bitmask(&mut b).unwrap();
+        assert_eq!(a, b);
+        assert!(lazy.mask_cache_memory() <= 8);
+        bounded.accept_token(token).unwrap();
+        reference.accept_token(token).unwrap();
+    }
+    assert!(bounded.can_terminate());
+}

@@ -232,12 +232,20 @@ fn mask_cache_changes_speed_never_answers() {
     let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
     let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
     let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    // A cache bounded to a few entries: past the bound entries are computed, not kept.
+    let bound = 48;
+    let limits = grammask_engine::Limits { max_mask_cache_bytes: bound, ..Default::default() };
+    let config = grammask_engine::CompilerConfig { limits, ..Default::default() };
+    let bounded = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     for _walk in 0..40 {
         let (mut a, mut b) = (Matcher::new(cached.clone()), Matcher::new(plain.clone()));
+        let mut c = Matcher::new(bounded.clone());
         for _step in 0..30 {
-            let (ma, mb) = (mask_of(&a), mask_of(&b));
+            let (ma, mb, mc) = (mask_of(&a), mask_of(&b), mask_of(&c));
             assert_eq!(ma, mb);
+            assert_eq!(ma, mc);
+            assert!(bounded.mask_cache_memory() <= bound);
             assert_eq!(ma, accepted_one_by_one(&a));
             if ma.is_empty() || a.is_terminated() {
                 break;
@@ -248,8 +256,14 @@ fn mask_cache_changes_speed_never_answers() {
             let id = ma[(seed % ma.len() as u64) as usize];
             a.accept_token(id).unwrap();
             b.accept_token(id).unwrap();
+            c.accept_token(id).unwrap();
         }
     }
+    assert!(
+        cached.mask_cache_memory() > bound,
+        "the walks must fill more than the bound for the bounded cache to be tested"
+    );
+    assert!(bounded.mask_cache_memory() > 0, "entries that fit are stored");
 }
 
 #[test]

@@ -108,6 +108,39 @@ typedef struct GrammaskMatcher GrammaskMatcher;
 // logits width (`vocab_size`). Opaque; immutable; shareable between threads.
 typedef struct GrammaskVocab GrammaskVocab;
 
+// Resource limits of a compilation and of the matchers made from it
+// (`grammask_compile_*_with_limits`). `grammask_limits_default` fills the library's
+// defaults; change the fields you need. A limit that is hit gives
+// `GRAMMASK_STATUS_LIMIT` with a message `limit: NAME: ...` naming it (`grammar_size`,
+// `automaton_states`, `compile_time`, `mask_cache_bytes` when compiling; `live_stacks`,
+// `stack_depth` when matching).
+typedef struct GrammaskLimits {
+  // `grammar_size`: IR nodes after the passes (default 2,000,000).
+  size_t max_grammar_size;
+  // `automaton_states`: NFA states of one rule, and DFA states of all rules together
+  // (default 2,000,000).
+  size_t max_automaton_states;
+  // `live_stacks`: parallel stacks (ambiguous parses) alive at one step (default
+  // 10,000).
+  size_t max_live_stacks;
+  // `stack_depth`: nesting depth of rule calls at run time (default 10,000).
+  size_t max_stack_depth;
+  // `rollback_history`: steps a matcher keeps for `grammask_matcher_rollback`
+  // (default 10,000; older steps are dropped, and rolling back further is
+  // `GRAMMASK_STATUS_ROLLBACK_TOO_FAR`).
+  size_t max_rollback;
+  // `compile_time`: milliseconds one compilation may take, parsing included (default
+  // 30,000). Checked cooperatively, so the call returns soon after the budget.
+  uint64_t max_compile_ms;
+  // `mask_cache_bytes`: bytes the token mask cache may store (default 1 GiB). Past it,
+  // entries are computed for each mask without being stored: the same masks, slower.
+  size_t max_mask_cache_bytes;
+  // Fill the whole token mask cache during compilation (default false: entries fill on
+  // first use). Counts against `max_compile_ms`; a cache that does not fit in
+  // `max_mask_cache_bytes` fails the compile with `limit: mask_cache_bytes`.
+  bool precompute_mask_cache;
+} GrammaskLimits;
+
 // Options of JSON Schema compilation (`grammask_compile_json_schema_with_options`).
 // `grammask_json_schema_options_default` fills the library's defaults.
 typedef struct GrammaskJsonSchemaOptions {
@@ -217,6 +250,12 @@ enum GrammaskStatus grammask_vocab_stop_tokens(const struct GrammaskVocab *vocab
 // `vocab` is NULL or a handle not in use by another thread.
 enum GrammaskStatus grammask_vocab_free(struct GrammaskVocab *vocab);
 
+// Fills `*out` with the default limits.
+//
+// # Safety
+// `out` is NULL or writable.
+enum GrammaskStatus grammask_limits_default(struct GrammaskLimits *out);
+
 // Compiles a GBNF grammar (llama.cpp's dialect) of `len` bytes (UTF-8, need not be
 // NUL-terminated) for `vocab`. `root` names the root rule (NULL: `"root"`). On success
 // `*out` receives a new compiled grammar (free it with `grammask_grammar_free`); on
@@ -280,6 +319,55 @@ enum GrammaskStatus grammask_compile_json_schema_with_options(const struct Gramm
                                                               size_t len,
                                                               const struct GrammaskJsonSchemaOptions *options,
                                                               struct GrammaskGrammar **out);
+
+// Compiles a GBNF grammar within `limits` (NULL: the defaults); otherwise as
+// `grammask_compile_gbnf`. A limit that is hit gives `GRAMMASK_STATUS_LIMIT` and a
+// message `limit: NAME: ...`.
+//
+// # Safety
+// As for `grammask_compile_gbnf`; `limits` is NULL or readable.
+enum GrammaskStatus grammask_compile_gbnf_with_limits(const struct GrammaskVocab *vocab,
+                                                      const char *text,
+                                                      size_t len,
+                                                      const char *root,
+                                                      const struct GrammaskLimits *limits,
+                                                      struct GrammaskGrammar **out);
+
+// Compiles an EBNF grammar within `limits` (NULL: the defaults); otherwise as
+// `grammask_compile_ebnf`.
+//
+// # Safety
+// As for `grammask_compile_ebnf`; `limits` is NULL or readable.
+enum GrammaskStatus grammask_compile_ebnf_with_limits(const struct GrammaskVocab *vocab,
+                                                      const char *text,
+                                                      size_t len,
+                                                      const char *root,
+                                                      const struct GrammaskLimits *limits,
+                                                      struct GrammaskGrammar **out);
+
+// Compiles a regular expression within `limits` (NULL: the defaults); otherwise as
+// `grammask_compile_regex`.
+//
+// # Safety
+// As for `grammask_compile_regex`; `limits` is NULL or readable.
+enum GrammaskStatus grammask_compile_regex_with_limits(const struct GrammaskVocab *vocab,
+                                                       const char *pattern,
+                                                       size_t len,
+                                                       const struct GrammaskLimits *limits,
+                                                       struct GrammaskGrammar **out);
+
+// Compiles a JSON Schema with `options` (NULL: the defaults) within `limits` (NULL: the
+// defaults); otherwise as `grammask_compile_json_schema_with_options`.
+//
+// # Safety
+// `vocab` is NULL or a handle; `schema` holds `len` readable bytes; `options` and
+// `limits` are NULL or readable; `out` is NULL or writable.
+enum GrammaskStatus grammask_compile_json_schema_with_limits(const struct GrammaskVocab *vocab,
+                                                             const char *schema,
+                                                             size_t len,
+                                                             const struct GrammaskJsonSchemaOptions *options,
+                                                             const struct GrammaskLimits *limits,
+                                                             struct GrammaskGrammar **out);
 
 // The number of `uint32_t` words of this grammar's bitmasks: ceil(vocab_size / 32).
 //

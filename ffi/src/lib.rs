@@ -412,6 +412,93 @@ pub unsafe extern "C" fn grammask_vocab_free(vocab: *mut GrammaskVocab) -> Gramm
 // Compilation
 // ---------------------------------------------------------------------------------------
 
+/// Resource limits of a compilation and of the matchers made from it
+/// (`grammask_compile_*_with_limits`). `grammask_limits_default` fills the library's
+/// defaults; change the fields you need. A limit that is hit gives
+/// `GRAMMASK_STATUS_LIMIT` with a message `limit: NAME: ...` naming it (`grammar_size`,
+/// `automaton_states`, `compile_time`, `mask_cache_bytes` when compiling; `live_stacks`,
+/// `stack_depth` when matching).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GrammaskLimits {
+    /// `grammar_size`: IR nodes after the passes (default 2,000,000).
+    pub max_grammar_size: usize,
+    /// `automaton_states`: NFA states of one rule, and DFA states of all rules together
+    /// (default 2,000,000).
+    pub max_automaton_states: usize,
+    /// `live_stacks`: parallel stacks (ambiguous parses) alive at one step (default
+    /// 10,000).
+    pub max_live_stacks: usize,
+    /// `stack_depth`: nesting depth of rule calls at run time (default 10,000).
+    pub max_stack_depth: usize,
+    /// `rollback_history`: steps a matcher keeps for `grammask_matcher_rollback`
+    /// (default 10,000; older steps are dropped, and rolling back further is
+    /// `GRAMMASK_STATUS_ROLLBACK_TOO_FAR`).
+    pub max_rollback: usize,
+    /// `compile_time`: milliseconds one compilation may take, parsing included (default
+    /// 30,000). Checked cooperatively, so the call returns soon after the budget.
+    pub max_compile_ms: u64,
+    /// `mask_cache_bytes`: bytes the token mask cache may store (default 1 GiB). Past it,
+    /// entries are computed for each mask without being stored: the same masks, slower.
+    pub max_mask_cache_bytes: usize,
+    /// Fill the whole token mask cache during compilation (default false: entries fill on
+    /// first use). Counts against `max_compile_ms`; a cache that does not fit in
+    /// `max_mask_cache_bytes` fails the compile with `limit: mask_cache_bytes`.
+    pub precompute_mask_cache: bool,
+}
+
+/// Fills `*out` with the default limits.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_limits_default(out: *mut GrammaskLimits) -> GrammaskStatus {
+    guard(|| {
+        non_null(out, "out")?;
+        let d = grammask::CompilerConfig::default();
+        let limits = GrammaskLimits {
+            max_grammar_size: d.limits.max_grammar_size,
+            max_automaton_states: d.limits.max_automaton_states,
+            max_live_stacks: d.limits.max_live_stacks,
+            max_stack_depth: d.limits.max_stack_depth,
+            max_rollback: d.limits.max_rollback,
+            max_compile_ms: u64::try_from(d.limits.max_compile_time.as_millis())
+                .unwrap_or(u64::MAX),
+            max_mask_cache_bytes: d.limits.max_mask_cache_bytes,
+            precompute_mask_cache: d.precompute_mask_cache,
+        };
+        // SAFETY: checked for NULL above.
+        unsafe { write(out, limits) };
+        Ok(())
+    })
+}
+
+/// The compiler settings of `limits` (NULL: the defaults).
+///
+/// # Safety
+/// `limits` is NULL or readable.
+unsafe fn compiler_config(
+    limits: *const GrammaskLimits,
+) -> Result<grammask::CompilerConfig, Failure> {
+    let mut config = grammask::CompilerConfig::default();
+    if limits.is_null() {
+        return Ok(config);
+    }
+    // SAFETY: non-NULL and readable by contract.
+    let l = unsafe { *limits };
+    config.limits = grammask::Limits {
+        max_grammar_size: l.max_grammar_size,
+        max_automaton_states: l.max_automaton_states,
+        max_live_stacks: l.max_live_stacks,
+        max_stack_depth: l.max_stack_depth,
+        max_rollback: l.max_rollback,
+        max_compile_time: std::time::Duration::from_millis(l.max_compile_ms),
+        max_mask_cache_bytes: l.max_mask_cache_bytes,
+    };
+    config.precompute_mask_cache = l.precompute_mask_cache;
+    Ok(config)
+}
+
 /// Parses and compiles `len` bytes of grammar text.
 ///
 /// # Safety
@@ -422,11 +509,12 @@ unsafe fn compile(
     len: usize,
     root: *const c_char,
     format: GrammarFormat,
+    limits: *const GrammaskLimits,
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
     // SAFETY: same contract as the caller's.
     unsafe {
-        compile_text(vocab, text_ptr, len, out, |text| {
+        compile_text(vocab, text_ptr, len, limits, out, |text| {
             // SAFETY: `root` is NULL or NUL-terminated by contract.
             let root = if root.is_null() { "root" } else { c_str(root, "root")? };
             let parsed = grammask::parse_grammar(text, format, root)
@@ -437,26 +525,35 @@ unsafe fn compile(
 }
 
 /// Reads `len` bytes of grammar text, turns them into a grammar with `to_grammar`,
-/// compiles it for `vocab` and writes the new handle to `*out`.
+/// compiles it for `vocab` within `limits` (NULL: the defaults) and writes the new handle
+/// to `*out`.
 ///
 /// # Safety
-/// `vocab` is NULL or a handle; `text_ptr` holds `len` readable bytes; `out` is NULL or
-/// writable.
+/// `vocab` is NULL or a handle; `text_ptr` holds `len` readable bytes; `limits` is NULL
+/// or readable; `out` is NULL or writable.
 unsafe fn compile_text(
     vocab: *const GrammaskVocab,
     text_ptr: *const c_char,
     len: usize,
+    limits: *const GrammaskLimits,
     out: *mut *mut GrammaskGrammar,
     to_grammar: impl FnOnce(&str) -> Result<grammask::Grammar, Failure>,
 ) -> GrammaskStatus {
     guard(|| {
+        let start = std::time::Instant::now();
         non_null(out, "out")?;
         // SAFETY: handle and buffer contracts documented in the header.
-        let (v, text) =
-            unsafe { (borrow::<VocabValue, _>(vocab, "vocab")?, text(text_ptr, len, "text")?) };
+        let (v, text, config) = unsafe {
+            (
+                borrow::<VocabValue, _>(vocab, "vocab")?,
+                text(text_ptr, len, "text")?,
+                compiler_config(limits)?,
+            )
+        };
         let grammar = to_grammar(text)?;
         let compiled = Compiler::from_arc(v.0.clone())
-            .compile_grammar(&grammar)
+            .with_config(config)
+            .compile_grammar_since(&grammar, start)
             .map_err(|e| Failure::compile(&e, text))?;
         // SAFETY: `out` checked for NULL; writable by contract.
         unsafe { write(out, into_handle(GrammarValue(compiled))) };
@@ -481,7 +578,7 @@ pub unsafe extern "C" fn grammask_compile_gbnf(
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
     // SAFETY: same contract.
-    unsafe { compile(vocab, text, len, root, GrammarFormat::Gbnf, out) }
+    unsafe { compile(vocab, text, len, root, GrammarFormat::Gbnf, std::ptr::null(), out) }
 }
 
 /// Compiles an EBNF grammar (XGrammar's dialect); otherwise as `grammask_compile_gbnf`.
@@ -497,7 +594,7 @@ pub unsafe extern "C" fn grammask_compile_ebnf(
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
     // SAFETY: same contract.
-    unsafe { compile(vocab, text, len, root, GrammarFormat::Ebnf, out) }
+    unsafe { compile(vocab, text, len, root, GrammarFormat::Ebnf, std::ptr::null(), out) }
 }
 
 /// Compiles a regular expression (ECMAScript syntax) that must match the whole output.
@@ -513,7 +610,9 @@ pub unsafe extern "C" fn grammask_compile_regex(
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
     // SAFETY: same contract; the root is not used by regexes.
-    unsafe { compile(vocab, pattern, len, std::ptr::null(), GrammarFormat::Regex, out) }
+    unsafe {
+        compile(vocab, pattern, len, std::ptr::null(), GrammarFormat::Regex, std::ptr::null(), out)
+    }
 }
 
 /// Compiles a JSON Schema (`len` bytes of JSON text) with the library's default options.
@@ -531,7 +630,17 @@ pub unsafe extern "C" fn grammask_compile_json_schema(
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
     // SAFETY: same contract; the root is not used by schemas.
-    unsafe { compile(vocab, schema, len, std::ptr::null(), GrammarFormat::JsonSchema, out) }
+    unsafe {
+        compile(
+            vocab,
+            schema,
+            len,
+            std::ptr::null(),
+            GrammarFormat::JsonSchema,
+            std::ptr::null(),
+            out,
+        )
+    }
 }
 
 /// Options of JSON Schema compilation (`grammask_compile_json_schema_with_options`).
@@ -592,32 +701,118 @@ pub unsafe extern "C" fn grammask_compile_json_schema_with_options(
     options: *const GrammaskJsonSchemaOptions,
     out: *mut *mut GrammaskGrammar,
 ) -> GrammaskStatus {
-    use grammask::syntax::json_schema::{FormatMode, PropertyOrder, Whitespace};
     // SAFETY: same contract as documented above.
     unsafe {
-        compile_text(vocab, schema, len, out, |text| {
-            let mut opts = grammask::syntax::JsonSchemaOptions::default();
-            if !options.is_null() {
-                // SAFETY: non-NULL and readable by contract.
-                let o = *options;
-                opts.whitespace = match o.whitespace {
-                    0 => Whitespace::Compact,
-                    1 => Whitespace::Flexible { max_run: o.max_whitespace_run },
-                    2 => Whitespace::Any,
-                    w => {
-                        return Err(Failure::new(
-                            GrammaskStatus::InvalidArgument,
-                            format!("options.whitespace is {w}: 0 compact, 1 flexible, 2 any"),
-                        ))
-                    }
-                };
-                opts.strict = o.strict;
-                opts.lenient = o.lenient;
-                opts.format =
-                    if o.format_assert { FormatMode::Assert } else { FormatMode::Annotation };
-                opts.property_order =
-                    if o.any_order { PropertyOrder::Any } else { PropertyOrder::Schema };
-            }
+        grammask_compile_json_schema_with_limits(vocab, schema, len, options, std::ptr::null(), out)
+    }
+}
+
+/// The converter options of `options` (NULL: the defaults).
+///
+/// # Safety
+/// `options` is NULL or readable.
+unsafe fn schema_options(
+    options: *const GrammaskJsonSchemaOptions,
+) -> Result<grammask::syntax::JsonSchemaOptions, Failure> {
+    use grammask::syntax::json_schema::{FormatMode, PropertyOrder, Whitespace};
+    let mut opts = grammask::syntax::JsonSchemaOptions::default();
+    if options.is_null() {
+        return Ok(opts);
+    }
+    // SAFETY: non-NULL and readable by contract.
+    let o = unsafe { *options };
+    opts.whitespace = match o.whitespace {
+        0 => Whitespace::Compact,
+        1 => Whitespace::Flexible { max_run: o.max_whitespace_run },
+        2 => Whitespace::Any,
+        w => {
+            return Err(Failure::new(
+                GrammaskStatus::InvalidArgument,
+                format!("options.whitespace is {w}: 0 compact, 1 flexible, 2 any"),
+            ))
+        }
+    };
+    opts.strict = o.strict;
+    opts.lenient = o.lenient;
+    opts.format = if o.format_assert { FormatMode::Assert } else { FormatMode::Annotation };
+    opts.property_order = if o.any_order { PropertyOrder::Any } else { PropertyOrder::Schema };
+    Ok(opts)
+}
+
+/// Compiles a GBNF grammar within `limits` (NULL: the defaults); otherwise as
+/// `grammask_compile_gbnf`. A limit that is hit gives `GRAMMASK_STATUS_LIMIT` and a
+/// message `limit: NAME: ...`.
+///
+/// # Safety
+/// As for `grammask_compile_gbnf`; `limits` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_compile_gbnf_with_limits(
+    vocab: *const GrammaskVocab,
+    text: *const c_char,
+    len: usize,
+    root: *const c_char,
+    limits: *const GrammaskLimits,
+    out: *mut *mut GrammaskGrammar,
+) -> GrammaskStatus {
+    // SAFETY: same contract.
+    unsafe { compile(vocab, text, len, root, GrammarFormat::Gbnf, limits, out) }
+}
+
+/// Compiles an EBNF grammar within `limits` (NULL: the defaults); otherwise as
+/// `grammask_compile_ebnf`.
+///
+/// # Safety
+/// As for `grammask_compile_ebnf`; `limits` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_compile_ebnf_with_limits(
+    vocab: *const GrammaskVocab,
+    text: *const c_char,
+    len: usize,
+    root: *const c_char,
+    limits: *const GrammaskLimits,
+    out: *mut *mut GrammaskGrammar,
+) -> GrammaskStatus {
+    // SAFETY: same contract.
+    unsafe { compile(vocab, text, len, root, GrammarFormat::Ebnf, limits, out) }
+}
+
+/// Compiles a regular expression within `limits` (NULL: the defaults); otherwise as
+/// `grammask_compile_regex`.
+///
+/// # Safety
+/// As for `grammask_compile_regex`; `limits` is NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_compile_regex_with_limits(
+    vocab: *const GrammaskVocab,
+    pattern: *const c_char,
+    len: usize,
+    limits: *const GrammaskLimits,
+    out: *mut *mut GrammaskGrammar,
+) -> GrammaskStatus {
+    // SAFETY: same contract; the root is not used by regexes.
+    unsafe { compile(vocab, pattern, len, std::ptr::null(), GrammarFormat::Regex, limits, out) }
+}
+
+/// Compiles a JSON Schema with `options` (NULL: the defaults) within `limits` (NULL: the
+/// defaults); otherwise as `grammask_compile_json_schema_with_options`.
+///
+/// # Safety
+/// `vocab` is NULL or a handle; `schema` holds `len` readable bytes; `options` and
+/// `limits` are NULL or readable; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_compile_json_schema_with_limits(
+    vocab: *const GrammaskVocab,
+    schema: *const c_char,
+    len: usize,
+    options: *const GrammaskJsonSchemaOptions,
+    limits: *const GrammaskLimits,
+    out: *mut *mut GrammaskGrammar,
+) -> GrammaskStatus {
+    // SAFETY: same contract as documented above.
+    unsafe {
+        compile_text(vocab, schema, len, limits, out, |text| {
+            // `options` is NULL or readable by contract (the enclosing block is unsafe).
+            let opts = schema_options(options)?;
             let converted = grammask::syntax::parse_json_schema(text, &opts)
                 .map_err(|d| Failure::diagnostics(&d, text))?;
             Ok(converted.grammar)

@@ -538,3 +538,221 @@ fn json_schema_options() {
         ok(grammask_vocab_free(v));
     }
 }
+
+#[test]
+fn limits_are_named_when_hit() {
+    // SAFETY (whole test): every pointer passed is valid for the call as documented.
+    unsafe {
+        let v = vocab();
+        let mut defaults = GrammaskLimits {
+            max_grammar_size: 0,
+            max_automaton_states: 0,
+            max_live_stacks: 0,
+            max_stack_depth: 0,
+            max_rollback: 0,
+            max_compile_ms: 0,
+            max_mask_cache_bytes: 0,
+            precompute_mask_cache: true,
+        };
+        ok(grammask_limits_default(&mut defaults));
+        assert_eq!(defaults.max_grammar_size, 2_000_000);
+        assert_eq!(defaults.max_compile_ms, 30_000);
+        assert_eq!(defaults.max_mask_cache_bytes, 1 << 30);
+        assert!(!defaults.precompute_mask_cache);
+        fails(grammask_limits_default(null_mut()), S::NullPointer);
+
+        // Every format compiles with the defaults (and with NULL limits).
+        let gbnf = "root ::= \"{\" [ab]{0,300} \"}\"";
+        let schema = r#"{"type": "array", "items": {"type": "string"}, "maxItems": 50}"#;
+        let regex = "\\{[ab]{0,300}\\}";
+        type Compile = dyn Fn(&str, *const GrammaskLimits, &mut *mut GrammaskGrammar) -> S;
+        let formats: [(&str, &str, Box<Compile>); 4] = [
+            (
+                "gbnf",
+                gbnf,
+                Box::new(move |t: &str, l, g: &mut _| {
+                    grammask_compile_gbnf_with_limits(v, t.as_ptr().cast(), t.len(), null(), l, g)
+                }),
+            ),
+            (
+                "ebnf",
+                gbnf,
+                Box::new(move |t: &str, l, g: &mut _| {
+                    grammask_compile_ebnf_with_limits(v, t.as_ptr().cast(), t.len(), null(), l, g)
+                }),
+            ),
+            (
+                "regex",
+                regex,
+                Box::new(move |t: &str, l, g: &mut _| {
+                    grammask_compile_regex_with_limits(v, t.as_ptr().cast(), t.len(), l, g)
+                }),
+            ),
+            (
+                "json",
+                schema,
+                Box::new(move |t: &str, l, g: &mut _| {
+                    grammask_compile_json_schema_with_limits(
+                        v,
+                        t.as_ptr().cast(),
+                        t.len(),
+                        null(),
+                        l,
+                        g,
+                    )
+                }),
+            ),
+        ];
+        for (name, text, compile) in &formats {
+            for limits in [null(), &defaults as *const GrammaskLimits] {
+                let mut g = null_mut();
+                assert_eq!(compile(text, limits, &mut g), S::Ok, "{name}: {}", last_error());
+                ok(grammask_grammar_free(g));
+            }
+            // Each compile-time limit, hit through every format, is named.
+            let hit: [(&str, GrammaskLimits); 4] = [
+                ("grammar_size", GrammaskLimits { max_grammar_size: 2, ..defaults }),
+                ("automaton_states", GrammaskLimits { max_automaton_states: 50, ..defaults }),
+                ("compile_time", GrammaskLimits { max_compile_ms: 0, ..defaults }),
+                (
+                    "mask_cache_bytes",
+                    GrammaskLimits {
+                        max_mask_cache_bytes: 1,
+                        precompute_mask_cache: true,
+                        ..defaults
+                    },
+                ),
+            ];
+            for (limit, limits) in &hit {
+                let mut g = null_mut();
+                let status = compile(text, limits, &mut g);
+                assert_eq!(status, S::Limit, "{name}, {limit}: {}", last_error());
+                let message = last_error();
+                assert!(message.starts_with(&format!("limit: {limit}: ")), "{name}: {message}");
+                assert!(g.is_null(), "no grammar on failure");
+            }
+        }
+        // Precomputed within the bound, the grammar answers as usual.
+        let precompute = GrammaskLimits { precompute_mask_cache: true, ..defaults };
+        let mut g = null_mut();
+        ok(formats[0].2(gbnf, &precompute, &mut g));
+        let mut m = null_mut();
+        ok(grammask_matcher_new(g, &mut m));
+        let mut mask = [0u32; 2];
+        ok(grammask_matcher_accept_bytes(m, b"{".as_ptr(), 1));
+        ok(grammask_matcher_fill_next_token_bitmask(m, mask.as_mut_ptr(), 2));
+        assert_eq!(mask, [0b11110, 0]);
+        ok(grammask_matcher_free(m));
+        ok(grammask_grammar_free(g));
+
+        // Run-time limits: nesting depth, parallel stacks, rollback history.
+        let nested = "root ::= \"{\" root \"}\" | \"a\"";
+        let shallow = GrammaskLimits { max_stack_depth: 10, ..defaults };
+        ok(grammask_compile_gbnf_with_limits(
+            v,
+            nested.as_ptr().cast(),
+            nested.len(),
+            null(),
+            &shallow,
+            &mut g,
+        ));
+        ok(grammask_matcher_new(g, &mut m));
+        ok(grammask_matcher_accept_bytes(m, b"{{{{{".as_ptr(), 5));
+        let deep = [b'{'; 20];
+        let message = fails(grammask_matcher_accept_bytes(m, deep.as_ptr(), 20), S::Limit);
+        assert!(message.starts_with("limit: stack_depth: "), "{message}");
+        ok(grammask_matcher_accept_bytes(m, b"a}}}}}".as_ptr(), 6));
+        ok(grammask_matcher_free(m));
+        ok(grammask_grammar_free(g));
+
+        let ambiguous = "root ::= x | y\nx ::= \"{\" x \"}\" | \"a\"\ny ::= \"{\" y \"b\" | \"a\"";
+        let one = GrammaskLimits { max_live_stacks: 1, ..defaults };
+        for (limits, expected) in [(&defaults, S::Ok), (&one, S::Limit)] {
+            ok(grammask_compile_gbnf_with_limits(
+                v,
+                ambiguous.as_ptr().cast(),
+                ambiguous.len(),
+                null(),
+                limits,
+                &mut g,
+            ));
+            ok(grammask_matcher_new(g, &mut m));
+            let status = grammask_matcher_accept_bytes(m, b"{{a}".as_ptr(), 4);
+            if expected == S::Ok {
+                ok(status);
+            } else {
+                let message = fails(status, S::Limit);
+                assert!(message.starts_with("limit: live_stacks: "), "{message}");
+            }
+            ok(grammask_matcher_free(m));
+            ok(grammask_grammar_free(g));
+        }
+
+        let short = GrammaskLimits { max_rollback: 2, ..defaults };
+        ok(grammask_compile_gbnf_with_limits(
+            v,
+            GBNF.as_ptr().cast(),
+            GBNF.len(),
+            null(),
+            &short,
+            &mut g,
+        ));
+        ok(grammask_matcher_new(g, &mut m));
+        for id in [0, 2, 2, 2] {
+            ok(grammask_matcher_accept_token(m, id));
+        }
+        let message = fails(grammask_matcher_rollback(m, 3), S::RollbackTooFar);
+        assert!(message.contains("2 are kept"), "{message}");
+        ok(grammask_matcher_rollback(m, 2));
+        ok(grammask_matcher_free(m));
+        ok(grammask_grammar_free(g));
+
+        // Bad arguments of the new entry points.
+        fails(
+            grammask_compile_gbnf_with_limits(
+                v,
+                GBNF.as_ptr().cast(),
+                GBNF.len(),
+                null(),
+                &defaults,
+                null_mut(),
+            ),
+            S::NullPointer,
+        );
+        let g = grammar(v);
+        fails(
+            grammask_compile_regex_with_limits(
+                g.cast(),
+                "a".as_ptr().cast(),
+                1,
+                null(),
+                &mut m.cast(),
+            ),
+            S::InvalidHandle,
+        );
+        ok(grammask_grammar_free(g));
+        let mut options = GrammaskJsonSchemaOptions {
+            whitespace: 0,
+            max_whitespace_run: 0,
+            strict: false,
+            lenient: false,
+            format_assert: true,
+            any_order: false,
+        };
+        ok(grammask_json_schema_options_default(&mut options));
+        options.whitespace = 5;
+        let mut out = null_mut();
+        fails(
+            grammask_compile_json_schema_with_limits(
+                v,
+                schema.as_ptr().cast(),
+                schema.len(),
+                &options,
+                &defaults,
+                &mut out,
+            ),
+            S::InvalidArgument,
+        );
+        ok(grammask_vocab_free(v));
+    }
+}

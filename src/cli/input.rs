@@ -218,6 +218,14 @@ pub struct LimitArgs {
     /// Limit `rollback_history`: steps kept for rollback (default 10,000).
     #[arg(long, value_name = "N")]
     pub max_rollback: Option<usize>,
+    /// Limit `compile_time`: milliseconds one compilation may take (default 30,000).
+    #[arg(long, value_name = "MS")]
+    pub max_compile_ms: Option<u64>,
+    /// Limit `mask_cache_bytes`: bytes the token mask cache may store (default 1 GiB);
+    /// past it entries are computed without being stored (slower, same masks), and an
+    /// eager precompute that does not fit is refused.
+    #[arg(long, value_name = "BYTES")]
+    pub max_mask_cache_bytes: Option<usize>,
 }
 
 impl LimitArgs {
@@ -232,6 +240,12 @@ impl LimitArgs {
             max_live_stacks: self.max_live_stacks.unwrap_or(defaults.max_live_stacks),
             max_stack_depth: self.max_stack_depth.unwrap_or(defaults.max_stack_depth),
             max_rollback: self.max_rollback.unwrap_or(defaults.max_rollback),
+            max_compile_time: self
+                .max_compile_ms
+                .map_or(defaults.max_compile_time, std::time::Duration::from_millis),
+            max_mask_cache_bytes: self
+                .max_mask_cache_bytes
+                .unwrap_or(defaults.max_mask_cache_bytes),
         };
         let config = grammask::CompilerConfig { limits, ..grammask::CompilerConfig::default() };
         grammask::Compiler::new(vocab).with_config(config)

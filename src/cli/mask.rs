@@ -30,6 +30,10 @@ pub struct MaskArgs {
     /// Print `{"count", "allowed", "eos_allowed", "elapsed_us"}` instead.
     #[arg(long)]
     pub json: bool,
+    /// Fill the whole token mask cache at compile time (counts against
+    /// `--max-compile-ms`; refused when it exceeds `--max-mask-cache-bytes`).
+    #[arg(long)]
+    pub precompute_mask_cache: bool,
 }
 
 /// Runs the command; returns the exit code.
@@ -45,7 +49,12 @@ pub fn run(args: &MaskArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let compiled = match args.limits.compiler(&vocab).compile_grammar(&loaded.grammar) {
+    let compiler = args.limits.compiler(&vocab);
+    let config = grammask::CompilerConfig {
+        precompute_mask_cache: args.precompute_mask_cache,
+        ..compiler.config().clone()
+    };
+    let compiled = match compiler.with_config(config).compile_grammar(&loaded.grammar) {
         Ok(c) => c,
         Err(e) => return report_compile_error(&loaded.name, &e),
     };

@@ -13,6 +13,7 @@
 //! a dead end.
 
 use super::nfa::{Edge, Nfa, NfaState};
+use crate::deadline::Deadline;
 use crate::ids::{StateId, TokenSetId};
 use grammask_syntax::ir::RuleId;
 use smallvec::SmallVec;
@@ -39,9 +40,14 @@ pub struct Dfa {
     start: StateId,
 }
 
-/// The DFA's size exceeded its limit.
+/// Why a DFA could not be built.
 #[derive(Debug)]
-pub(crate) struct TooManyDfaStates;
+pub(crate) enum DfaError {
+    /// More states than the limit allows.
+    TooManyStates,
+    /// The compile time budget is spent.
+    Timeout,
+}
 
 impl Dfa {
     /// The start state.
@@ -204,13 +210,19 @@ impl Dfa {
     }
 
     /// Determinizes, minimizes and trims `nfa`.
-    pub(crate) fn from_nfa(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
-        let raw = determinize(nfa, max_states)?;
+    /// The `deadline` is checked every 256 states of subset construction and every round
+    /// of minimization.
+    pub(crate) fn from_nfa(
+        nfa: &Nfa,
+        max_states: usize,
+        deadline: &Deadline,
+    ) -> Result<Dfa, DfaError> {
+        let raw = determinize(nfa, max_states, deadline)?;
         // Moore's refinement needs as many rounds as the longest chain of states that
         // differ only far ahead (a counted repetition of n has chains of n), so its cost
         // is quadratic there. Subset construction already yields near-minimal automata
         // for such chains; past the threshold the automaton is kept as determinized.
-        let raw = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw) } else { raw };
+        let raw = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw, deadline)? } else { raw };
         let mut dfa = trim(raw);
         dfa.reads_input = (0..dfa.len())
             .map(|s| {
@@ -268,7 +280,7 @@ fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, seen: &mut [bool]) {
     set.dedup();
 }
 
-fn determinize(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
+fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa, DfaError> {
     let (class_of, n_classes) = byte_classes(nfa);
     let mut seen = vec![false; nfa.edges.len()];
     let mut sets: Vec<Vec<NfaState>> = Vec::new();
@@ -291,12 +303,12 @@ fn determinize(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
     let intern = |set: Vec<NfaState>,
                   sets: &mut Vec<Vec<NfaState>>,
                   index: &mut HashMap<Vec<NfaState>, u32>|
-     -> Result<u32, TooManyDfaStates> {
+     -> Result<u32, DfaError> {
         if let Some(&i) = index.get(&set) {
             return Ok(i);
         }
         if sets.len() >= max_states {
-            return Err(TooManyDfaStates);
+            return Err(DfaError::TooManyStates);
         }
         let i = sets.len() as u32;
         index.insert(set.clone(), i);
@@ -307,6 +319,9 @@ fn determinize(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
     let mut per_class: Vec<Vec<NfaState>> = vec![Vec::new(); n_classes];
     let mut i = 0;
     while i < sets.len() {
+        if i % 256 == 255 && deadline.exceeded() {
+            return Err(DfaError::Timeout);
+        }
         let set = sets[i].clone();
         for targets in per_class.iter_mut() {
             targets.clear();
@@ -357,7 +372,7 @@ fn determinize(nfa: &Nfa, max_states: usize) -> Result<Dfa, TooManyDfaStates> {
 }
 
 /// Moore's partition refinement.
-fn minimize(dfa: Dfa) -> Dfa {
+fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
     let n = dfa.len();
     let nc = dfa.n_classes;
     let mut block: Vec<u32> = {
@@ -376,6 +391,9 @@ fn minimize(dfa: Dfa) -> Dfa {
     };
     let mut n_blocks = block.iter().max().map_or(0, |m| m + 1);
     loop {
+        if deadline.exceeded() {
+            return Err(DfaError::Timeout);
+        }
         let mut keys: HashMap<Vec<u32>, u32> = HashMap::new();
         let mut next_block = Vec::with_capacity(n);
         for s in 0..n {
@@ -446,7 +464,7 @@ fn minimize(dfa: Dfa) -> Dfa {
         out.calls.push(dfa.calls[s].iter().map(|&(r, t)| (r, StateId(map(t.0)))).collect());
         out.tokens.push(dfa.tokens[s].iter().map(|&(k, t)| (k, StateId(map(t.0)))).collect());
     }
-    out
+    Ok(out)
 }
 
 /// Removes states that cannot reach an accepting state (calls count as passable: every

@@ -14,6 +14,8 @@
 //! Left recursion hidden behind a prefix that may be empty (`A ::= ws A "x"` with `ws`
 //! nullable) is left as is; the compiler refuses it with the cycle named.
 
+use crate::deadline::Deadline;
+use crate::error::CompileError;
 use grammask_syntax::analysis::left_recursion_cycles;
 use grammask_syntax::ir::{Expr, Grammar, RuleId};
 
@@ -21,8 +23,12 @@ use grammask_syntax::ir::{Expr, Grammar, RuleId};
 /// grammar cannot blow up; past the cap the rule is left as is (and refused).
 const MAX_ALTERNATIVES: usize = 4_096;
 
-/// Rewrites left-recursive rules into equivalent rules without left recursion.
-pub fn eliminate_left_recursion(mut grammar: Grammar) -> Grammar {
+/// Rewrites left-recursive rules into equivalent rules without left recursion. Paull's
+/// method is quadratic in the rules on cycles; `deadline` is checked for each rule.
+pub fn eliminate_left_recursion(
+    mut grammar: Grammar,
+    deadline: &Deadline,
+) -> Result<Grammar, CompileError> {
     // Paull's method over the rules on left-recursive cycles, in id order: substitute
     // each earlier rule at the leading positions of a later one, then remove the later
     // one's direct recursion. A few passes cover groups found only after rewriting; what
@@ -36,13 +42,14 @@ pub fn eliminate_left_recursion(mut grammar: Grammar) -> Grammar {
         order.sort_unstable();
         order.dedup();
         for i in 0..order.len() {
+            deadline.check("left-recursion elimination")?;
             for j in 0..i {
                 substitute_leading(&mut grammar, order[i], order[j]);
             }
             eliminate_direct(&mut grammar, order[i]);
         }
     }
-    grammar
+    Ok(grammar)
 }
 
 /// The alternatives of `expr` with leading choices distributed over the rest of their
@@ -164,7 +171,7 @@ mod tests {
 
     fn cycles_after(src: &str) -> usize {
         let g = parse_gbnf(src).unwrap().grammar;
-        left_recursion_cycles(&eliminate_left_recursion(g)).len()
+        left_recursion_cycles(&eliminate_left_recursion(g, &Deadline::unlimited()).unwrap()).len()
     }
 
     #[test]

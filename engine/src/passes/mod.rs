@@ -16,6 +16,8 @@ pub use lower_char_classes::lower_char_classes;
 pub use outline_repetitions::outline_repetitions;
 pub use remove_dead_rules::remove_dead_rules;
 
+use crate::deadline::Deadline;
+use crate::error::CompileError;
 use grammask_syntax::ir::Grammar;
 
 /// Settings of the pass pipeline.
@@ -47,12 +49,24 @@ impl Default for PassConfig {
 ///    strings fused.
 /// 6. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
-pub fn run(grammar: Grammar, config: &PassConfig) -> Grammar {
-    let grammar = eliminate_left_recursion(grammar);
+///
+/// The `deadline` is checked between passes and inside left-recursion elimination; a
+/// spent budget is [`CompileError::Limit`] `compile_time`.
+pub fn run(
+    grammar: Grammar,
+    config: &PassConfig,
+    deadline: &Deadline,
+) -> Result<Grammar, CompileError> {
+    let grammar = eliminate_left_recursion(grammar, deadline)?;
+    deadline.check("left-recursion elimination")?;
     let grammar = remove_dead_rules(grammar);
     let grammar = inline_rules(grammar, config);
+    deadline.check("rule inlining")?;
     let grammar = remove_dead_rules(grammar);
     let grammar = lower_char_classes(grammar);
+    deadline.check("character class lowering")?;
     let grammar = fuse_sequences(grammar);
-    outline_repetitions(grammar)
+    let grammar = outline_repetitions(grammar);
+    deadline.check("repetition outlining")?;
+    Ok(grammar)
 }
