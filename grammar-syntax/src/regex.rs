@@ -651,6 +651,202 @@ fn scalar_at_or_before(v: u32) -> Option<char> {
     char::from_u32(v).or_else(|| char::from_u32(0xD7FF).filter(|_| (0xD800..0xE000).contains(&v)))
 }
 
+/// Lowers `pattern` restricted to texts of `min..=max` characters (`max` `None`: no upper
+/// bound), as JSON Schema's `pattern` together with `minLength`/`maxLength` asks.
+/// Exact when the bounds follow from the pattern (they are dropped), contradict it (the
+/// result matches nothing), or constrain its one variable-length part, a repetition of
+/// something of fixed length (`^[a-z]+$` with `maxLength: 8` becomes `[a-z]{1,8}`; the
+/// padding `.*` of an unanchored side counts as such a part). `Ok(None)` otherwise.
+pub fn regex_to_ir_with_length(
+    pattern: &str,
+    opts: RegexOptions,
+    min: u64,
+    max: Option<u64>,
+) -> Result<Option<Expr>, Diagnostic> {
+    let hir = parse_hir(pattern)?;
+    let lowering = Lowering { encoding: opts.encoding, pattern };
+    lowering.with_length(&hir, opts.whole_match, min, max)
+}
+
+/// A repetition of something of fixed length: the unit's length in characters, the
+/// fewest and most repetitions, and the repeated expression.
+type Repetition = (u64, u64, Option<u64>, Expr);
+
+/// One part of a top-level concatenation.
+enum Part<'h> {
+    Hir(&'h Hir),
+    /// The `.*` of an unanchored side.
+    AnyStar,
+}
+
+/// The fewest and most characters a text matching `hir` has (`None`: unbounded).
+fn char_len(hir: &Hir) -> (u64, Option<u64>) {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(lit) => {
+            let n = String::from_utf8_lossy(&lit.0).chars().count() as u64;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Capture(c) => char_len(&c.sub),
+        HirKind::Repetition(rep) => {
+            let (lo, hi) = char_len(&rep.sub);
+            let max = match (rep.max, hi) {
+                (_, Some(0)) => Some(0),
+                (Some(m), Some(h)) => Some(u64::from(m).saturating_mul(h)),
+                _ => None,
+            };
+            (u64::from(rep.min).saturating_mul(lo), max)
+        }
+        HirKind::Concat(items) => items.iter().map(char_len).fold((0, Some(0)), |a, b| {
+            (a.0.saturating_add(b.0), a.1.zip(b.1).map(|(x, y)| x.saturating_add(y)))
+        }),
+        HirKind::Alternation(branches) => {
+            let lens: Vec<_> = branches.iter().map(char_len).collect();
+            let lo = lens.iter().map(|l| l.0).min().unwrap_or(0);
+            let hi = lens.iter().try_fold(0u64, |acc, l| l.1.map(|h| acc.max(h)));
+            (lo, hi)
+        }
+    }
+}
+
+impl Lowering<'_> {
+    fn with_length(
+        &self,
+        hir: &Hir,
+        whole_match: bool,
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<Option<Expr>, Diagnostic> {
+        match hir.kind() {
+            HirKind::Capture(c) => return self.with_length(&c.sub, whole_match, min, max),
+            HirKind::Alternation(branches) if !whole_match => {
+                let mut alts = Vec::new();
+                for b in branches {
+                    match self.with_length(b, false, min, max)? {
+                        Some(e) => alts.push(e),
+                        None => return Ok(None),
+                    }
+                }
+                alts.retain(|e| !is_never(e));
+                return Ok(Some(if alts.is_empty() { never() } else { Expr::choice(alts) }));
+            }
+            _ => {}
+        }
+        let mut items: &[Hir] = match hir.kind() {
+            HirKind::Concat(items) => items,
+            _ => std::slice::from_ref(hir),
+        };
+        let (mut start, mut end) = (whole_match, whole_match);
+        while let Some(HirKind::Look(l)) = items.first().map(Hir::kind) {
+            if !is_start(*l) {
+                break;
+            }
+            start = true;
+            items = &items[1..];
+        }
+        while let Some(HirKind::Look(l)) = items.last().map(Hir::kind) {
+            if !is_end(*l) {
+                break;
+            }
+            end = true;
+            items = &items[..items.len() - 1];
+        }
+        let mut parts: Vec<Part<'_>> = Vec::new();
+        if !start {
+            parts.push(Part::AnyStar);
+        }
+        parts.extend(items.iter().map(Part::Hir));
+        if !end {
+            parts.push(Part::AnyStar);
+        }
+        let lens: Vec<(u64, Option<u64>)> = parts
+            .iter()
+            .map(|p| match p {
+                Part::Hir(h) => char_len(h),
+                Part::AnyStar => (0, None),
+            })
+            .collect();
+        let lo: u64 = lens.iter().fold(0u64, |a, l| a.saturating_add(l.0));
+        let hi: Option<u64> = lens.iter().try_fold(0u64, |a, l| l.1.map(|h| a.saturating_add(h)));
+        if hi.is_some_and(|h| h < min) || max.is_some_and(|m| lo > m) {
+            return Ok(Some(never()));
+        }
+        let lower_parts = |this: &Self, special: Vec<(usize, Expr)>| -> Result<Expr, Diagnostic> {
+            let mut out = Vec::with_capacity(parts.len());
+            for (i, p) in parts.iter().enumerate() {
+                if let Some((_, e)) = special.iter().find(|(k, _)| *k == i) {
+                    out.push(e.clone());
+                    continue;
+                }
+                out.push(match p {
+                    Part::Hir(h) => this.lower(h)?,
+                    Part::AnyStar => Expr::star(any_char(this.encoding)),
+                });
+            }
+            Ok(if out.iter().any(is_never) { never() } else { Expr::seq(out) })
+        };
+        let implied = lo >= min
+            && match (hi, max) {
+                (_, None) => true,
+                (Some(h), Some(m)) => h <= m,
+                (None, Some(_)) => false,
+            };
+        if implied {
+            return lower_parts(self, Vec::new()).map(Some);
+        }
+        let variable: Vec<usize> =
+            (0..parts.len()).filter(|&i| lens[i].1 != Some(lens[i].0)).collect();
+        // A variable part as a repetition of something of fixed length:
+        // (unit length, min count, max count, the repeated expression).
+        let repetition = |i: usize| -> Result<Option<Repetition>, Diagnostic> {
+            match &parts[i] {
+                Part::AnyStar => Ok(Some((1, 0, None, any_char(self.encoding)))),
+                Part::Hir(h) => {
+                    let mut h: &Hir = h;
+                    while let HirKind::Capture(c) = h.kind() {
+                        h = &c.sub;
+                    }
+                    let HirKind::Repetition(rep) = h.kind() else { return Ok(None) };
+                    let (ulo, uhi) = char_len(&rep.sub);
+                    if uhi != Some(ulo) || ulo == 0 {
+                        return Ok(None);
+                    }
+                    let body = self.lower(&rep.sub)?;
+                    Ok(Some((ulo, u64::from(rep.min), rep.max.map(u64::from), body)))
+                }
+            }
+        };
+        if max == Some(lo) {
+            // No room to grow: every variable part at its fewest repetitions.
+            let mut pinned = Vec::new();
+            for &i in &variable {
+                let Some((_, m, _, body)) = repetition(i)? else { return Ok(None) };
+                let Ok(m) = u32::try_from(m) else { return Ok(None) };
+                pinned.push((i, Expr::repeat(body, m, Some(m))));
+            }
+            return lower_parts(self, pinned).map(Some);
+        }
+        let [k] = variable[..] else { return Ok(None) };
+        // The one variable part: a repetition of something of fixed length `unit`.
+        let Some((unit, rep_min, rep_max, body)) = repetition(k)? else { return Ok(None) };
+        let fixed = lo - rep_min * unit;
+        let n_min = min.saturating_sub(fixed).div_ceil(unit).max(rep_min);
+        let n_max = match (max.map(|m| m.saturating_sub(fixed) / unit), rep_max) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if max.is_some_and(|m| m < fixed) || n_max.is_some_and(|n| n < n_min) {
+            return Ok(Some(never()));
+        }
+        let (Ok(n_min), Ok(n_max)) = (u32::try_from(n_min), n_max.map(u32::try_from).transpose())
+        else {
+            return Ok(None);
+        };
+        lower_parts(self, vec![(k, Expr::repeat(body, n_min, n_max))]).map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -320,7 +320,7 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn tighten_lower(current: &mut Option<Bound>, new: Bound) {
+pub(crate) fn tighten_lower(current: &mut Option<Bound>, new: Bound) {
     let replace = match current {
         None => true,
         Some(c) => new.value > c.value || (new.value == c.value && new.exclusive),
@@ -330,7 +330,7 @@ fn tighten_lower(current: &mut Option<Bound>, new: Bound) {
     }
 }
 
-fn tighten_upper(current: &mut Option<Bound>, new: Bound) {
+pub(crate) fn tighten_upper(current: &mut Option<Bound>, new: Bound) {
     let replace = match current {
         None => true,
         Some(c) => new.value < c.value || (new.value == c.value && new.exclusive),
@@ -341,7 +341,7 @@ fn tighten_upper(current: &mut Option<Bound>, new: Bound) {
 }
 
 fn sub_of<'a>(v: &'a Value, ptr: String) -> Sub<'a> {
-    Sub { v, ptr }
+    Sub { v, ptr, neg: false }
 }
 
 impl<'a> Converter<'a> {
@@ -389,6 +389,10 @@ impl<'a> Converter<'a> {
             return Err(super::limit_error(&sub.ptr, self.opts.max_depth));
         }
         flat.parts += 1;
+        if sub.neg {
+            flat.nots.push(Sub { neg: false, ..sub.clone() });
+            return Ok(());
+        }
         if flat.parts > super::MAX_MERGED_PARTS {
             return Err(Diagnostic::at_pointer(
                 sub.ptr.clone(),

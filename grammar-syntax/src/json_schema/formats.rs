@@ -85,7 +85,7 @@ fn uri_parts() -> (String, String, String, String) {
     (hier, relative, query, "[A-Za-z][A-Za-z0-9+.\\-]*".to_string())
 }
 
-fn regex_for(name: &str) -> Option<String> {
+pub(crate) fn regex_for(name: &str) -> Option<String> {
     Some(match name {
         "date" => DATE.to_string(),
         "duration" => DURATION.to_string(),
@@ -122,7 +122,7 @@ fn two(n: u32) -> String {
 }
 
 /// RFC 3339 `full-time`, with leap seconds only at 23:59:60 UTC.
-fn time_expr() -> Option<Expr> {
+pub(crate) fn time_expr() -> Option<Expr> {
     let mut b = crate::ir::GrammarBuilder::new();
     let opts = RegexOptions { whole_match: true, encoding: CharEncoding::JsonString };
     let ordinary = regex_to_ir(&format!("{PARTIAL_TIME}{OFFSET}"), &mut b, opts).ok()?;

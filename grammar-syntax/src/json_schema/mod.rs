@@ -35,6 +35,7 @@ mod counts;
 mod flat;
 mod formats;
 pub mod matcher;
+mod negate;
 pub mod numbers;
 mod refs;
 pub mod shared;
@@ -148,6 +149,22 @@ pub struct Converted {
 pub(crate) struct Sub<'a> {
     pub v: &'a Value,
     pub ptr: String,
+    /// The schema stands negated: a value must fail `v` (from `not` rewritten into
+    /// the failures of its operand).
+    pub neg: bool,
+}
+
+impl Sub<'_> {
+    /// Whether the subschema rejects every value (`false`, not negated).
+    pub(crate) fn is_false(&self) -> bool {
+        !self.neg && self.v == &Value::Bool(false)
+    }
+
+    /// Whether the subschema accepts every value (`true` or `{}`, not negated).
+    pub(crate) fn is_true(&self) -> bool {
+        !self.neg
+            && (self.v == &Value::Bool(true) || self.v.as_object().is_some_and(|o| o.is_empty()))
+    }
 }
 
 /// The error reported when schemas nest deeper than the limit.
@@ -266,7 +283,7 @@ pub(crate) struct Converter<'a> {
 impl<'a> Converter<'a> {
     fn run(&mut self, root: RuleId) -> Result<(), Diagnostic> {
         let docs: &'a [Value] = self.docs;
-        let sub = Sub { v: &docs[0], ptr: String::new() };
+        let sub = Sub { v: &docs[0], ptr: String::new(), neg: false };
         let body = self.compile_sub(&sub, 0)?;
         self.b.define(root, body);
         while let Some((sub, id)) = self.pending.pop() {
@@ -294,6 +311,11 @@ impl<'a> Converter<'a> {
     pub(crate) fn compile_sub(&mut self, sub: &Sub<'a>, depth: usize) -> Result<Expr, Diagnostic> {
         if depth > self.opts.max_depth {
             return Err(limit_error(&sub.ptr, self.opts.max_depth));
+        }
+        if sub.neg {
+            let mut f = flat::Flat::new(&sub.ptr);
+            self.merge(&mut f, sub, depth, &mut Vec::new(), true)?;
+            return self.compile_flat(f, depth);
         }
         match sub.v {
             Value::Bool(true) => return Ok(self.json_value()),

@@ -2,7 +2,7 @@
 //! one alternative per JSON type the schema allows (null, boolean, string, number,
 //! object, array), each built from the keywords of its type.
 
-use super::flat::{json_equal, types, Flat};
+use super::flat::{json_equal, types, Flat, Group};
 use super::numbers::{self, Decimal};
 use super::shared::SharedRule;
 use super::{Converter, FormatMode, Sub, MAX_BRANCHES};
@@ -137,25 +137,13 @@ impl<'a> Converter<'a> {
             }
             let mut flats = Vec::new();
             for b in &group.branches {
-                self.branches += 1;
-                if self.branches > MAX_BRANCHES {
-                    return Err(Diagnostic::at_pointer(
-                        group.ptr.clone(),
-                        format!(
-                            "anyOf/oneOf distribute into more than {MAX_BRANCHES} alternatives"
-                        ),
-                    )
-                    .with_category(Category::Limit("schema_branches")));
-                }
+                self.count_branch(&group.ptr)?;
                 let mut g = f.clone();
                 self.merge(&mut g, b, depth + 1, &mut Vec::new(), false)?;
                 flats.push(g);
             }
-            if group.exclusive && !self.pairwise_disjoint(&flats) {
-                self.unsupported(
-                    group.ptr.clone(),
-                    "oneOf whose branches may overlap (not provably disjoint by type, const/enum or a discriminating property)".into(),
-                )?;
+            if group.exclusive {
+                self.exclude_overlaps(&group, &mut flats, depth)?;
             }
             let mut alts = Vec::new();
             for g in flats {
@@ -195,7 +183,23 @@ impl<'a> Converter<'a> {
                 }
                 continue;
             }
-            self.unsupported(n.ptr.clone(), "`not` of this schema is not expressible".into())?;
+            let unevaluated = f.unevaluated_properties.is_some() || f.unevaluated_items.is_some();
+            let failures = if unevaluated { None } else { self.failures(&nf) };
+            let Some(failures) = failures else {
+                self.unsupported(n.ptr.clone(), "`not` of this schema is not expressible".into())?;
+                continue;
+            };
+            // f and not nf: one alternative per way to fail nf; the other `not`s still
+            // apply to each.
+            f.nots = nots;
+            let mut alts = Vec::new();
+            for failure in &failures {
+                self.count_branch(&n.ptr)?;
+                let mut g = f.clone();
+                self.apply_failure(&mut g, failure, depth)?;
+                alts.push(self.compile_flat(g, depth + 1)?);
+            }
+            return Ok(choice_or_never(alts));
         }
         self.expand_dependencies(&mut f, depth)?;
         if !f.groups.is_empty() || !f.nots.is_empty() {
@@ -325,6 +329,19 @@ impl<'a> Converter<'a> {
         Ok(())
     }
 
+    /// Counts one more alternative created by distributing `anyOf`/`oneOf`/`not`.
+    fn count_branch(&mut self, ptr: &str) -> Result<(), Diagnostic> {
+        self.branches += 1;
+        if self.branches > MAX_BRANCHES {
+            return Err(Diagnostic::at_pointer(
+                ptr.to_string(),
+                format!("anyOf/oneOf/not distribute into more than {MAX_BRANCHES} alternatives"),
+            )
+            .with_category(Category::Limit("schema_branches")));
+        }
+        Ok(())
+    }
+
     /// Whether the branches of a `oneOf` are provably pairwise disjoint.
     fn pairwise_disjoint(&mut self, flats: &[Flat<'a>]) -> bool {
         for (i, a) in flats.iter().enumerate() {
@@ -335,6 +352,57 @@ impl<'a> Converter<'a> {
             }
         }
         true
+    }
+
+    /// Makes the branches of a `oneOf` exclusive: each branch that may overlap another
+    /// (not provably disjoint by type, const/enum or a discriminating property) also
+    /// gets `not` of that other branch. Refused when such a `not` is not expressible.
+    fn exclude_overlaps(
+        &mut self,
+        group: &Group<'a>,
+        flats: &mut [Flat<'a>],
+        depth: usize,
+    ) -> Result<(), Diagnostic> {
+        let n = flats.len();
+        if flats.iter().any(|f| f.unevaluated_properties.is_some() || f.unevaluated_items.is_some())
+            && !self.pairwise_disjoint(flats)
+        {
+            // The failures of a branch would count as evaluated properties and items.
+            return self.unsupported(
+                group.ptr.clone(),
+                "oneOf whose branches may overlap, together with unevaluatedProperties/unevaluatedItems".into(),
+            );
+        }
+        let mut overlaps = vec![Vec::new(); n];
+        for i in 0..n {
+            for j in i + 1..n {
+                if !self.disjoint(&flats[i], &flats[j]) {
+                    overlaps[i].push(j);
+                    overlaps[j].push(i);
+                }
+            }
+        }
+        let mut checked = vec![false; n];
+        for j in overlaps.iter().flatten().copied() {
+            if std::mem::replace(&mut checked[j], true) {
+                continue;
+            }
+            let b = &group.branches[j];
+            let mut nf = Flat::new(&b.ptr);
+            self.merge(&mut nf, b, depth + 1, &mut Vec::new(), false)?;
+            if self.failures(&nf).is_none() {
+                return self.unsupported(
+                    group.ptr.clone(),
+                    format!("oneOf whose branches may overlap (not provably disjoint by type, const/enum or a discriminating property), and whose branch {j} cannot be negated to make them exclusive"),
+                );
+            }
+        }
+        for (i, others) in overlaps.iter().enumerate() {
+            for &j in others {
+                flats[i].nots.push(group.branches[j].clone());
+            }
+        }
+        Ok(())
     }
 
     fn disjoint(&mut self, a: &Flat<'a>, b: &Flat<'a>) -> bool {
@@ -417,7 +485,11 @@ impl<'a> Converter<'a> {
                 if self.opts.format == FormatMode::Assert {
                     for (name, _) in &f.formats {
                         if super::formats::KNOWN.contains(&name.as_str()) {
-                            return Ok(None);
+                            match self.format_matches(name, s) {
+                                Some(true) => {}
+                                Some(false) => return Ok(Some(false)),
+                                None => return Ok(None),
+                            }
                         }
                     }
                 }
@@ -447,6 +519,23 @@ impl<'a> Converter<'a> {
                 Ok(Some(true))
             }
         }
+    }
+
+    /// Whether `text` has the known format `name` (`None` when it cannot be checked).
+    fn format_matches(&self, name: &str, text: &str) -> Option<bool> {
+        let mut b = crate::ir::GrammarBuilder::new();
+        let opts = RegexOptions { whole_match: true, encoding: CharEncoding::Raw };
+        let mut regex = |n: &str| regex_to_ir(&super::formats::regex_for(n)?, &mut b, opts).ok();
+        let e = match name {
+            "time" => super::formats::time_expr()?,
+            "date-time" => Expr::Seq(vec![
+                regex("date")?,
+                Expr::class(false, [('T', 'T'), ('t', 't')]),
+                super::formats::time_expr()?,
+            ]),
+            _ => regex(name)?,
+        };
+        Some(self.matches(e, text))
     }
 
     /// Whether a self-contained expression (no rule references) matches `text`.
@@ -607,6 +696,17 @@ impl<'a> Converter<'a> {
                     }
                 }
             }
+            ([(p, ptr)], [], true) => self.pattern_with_length(p, ptr, f, false),
+            ([], [(name, ptr)], true) => match super::formats::regex_for(name) {
+                Some(p) => self.pattern_with_length(&p, ptr, f, true),
+                None => {
+                    self.unsupported(
+                        ptr.clone(),
+                        format!("format `{name}` together with minLength/maxLength"),
+                    )?;
+                    Ok(self.shared(SharedRule::String))
+                }
+            },
             ([], [(name, ptr)], false) => match self.format_expr(name) {
                 Some(e) => Ok(quoted(e)),
                 None => {
@@ -626,6 +726,36 @@ impl<'a> Converter<'a> {
                     "several of pattern/format/minLength/maxLength on one string cannot be combined".into(),
                 )?;
                 Ok(self.shared(SharedRule::String))
+            }
+        }
+    }
+
+    /// A string matching `pattern` (a format's regex when `whole`) with the lengths of `f`.
+    fn pattern_with_length(
+        &mut self,
+        pattern: &str,
+        ptr: &str,
+        f: &Flat<'a>,
+        whole: bool,
+    ) -> Result<Expr, Diagnostic> {
+        let opts = RegexOptions { whole_match: whole, encoding: CharEncoding::JsonString };
+        match crate::regex::regex_to_ir_with_length(pattern, opts, f.min_length, f.max_length) {
+            Ok(Some(e)) => Ok(quoted(e)),
+            Ok(None) => {
+                self.unsupported(
+                    ptr.to_string(),
+                    "minLength/maxLength together with a pattern or format whose several variable-length parts they would constrain".into(),
+                )?;
+                Ok(self.shared(SharedRule::String))
+            }
+            Err(mut d) => {
+                d.pointer = Some(ptr.to_string());
+                if d.category == Category::Unsupported {
+                    self.unsupported(ptr.to_string(), d.message)?;
+                    Ok(self.shared(SharedRule::String))
+                } else {
+                    Err(d)
+                }
             }
         }
     }
@@ -765,7 +895,7 @@ impl<'a> Converter<'a> {
         } else if let Some(u) = &f.unevaluated_properties {
             Some(u.clone())
         } else if self.opts.strict && !has_patterns {
-            Some(Sub { v: &Value::Bool(false), ptr: f.ptr.clone() })
+            Some(Sub { v: &Value::Bool(false), ptr: f.ptr.clone(), neg: false })
         } else {
             None
         };
@@ -1006,7 +1136,7 @@ impl<'a> Converter<'a> {
             let mut value_parts: Vec<Sub<'a>> =
                 f.obj_parts.iter().filter_map(|p| p.additional.clone()).collect();
             value_parts.extend(fallback);
-            if value_parts.iter().any(|s| s.v == &Value::Bool(false)) {
+            if value_parts.iter().any(Sub::is_false) {
                 return Ok(None);
             }
             let value = self.compile_parts(&value_parts, &ptr, depth)?;
@@ -1077,10 +1207,10 @@ impl<'a> Converter<'a> {
                 }
             }
         }
-        let own_false = own.as_ref().is_some_and(|s| s.v == &Value::Bool(false));
+        let own_false = own.as_ref().is_some_and(Sub::is_false);
         if own_false {
             let first = &patterns[0].1;
-            if patterns.iter().any(|(_, s)| !json_equal(s.v, first.v)) {
+            if patterns.iter().any(|(_, s)| s.neg != first.neg || !json_equal(s.v, first.v)) {
                 self.unsupported(
                     pptr.clone(),
                     "several patternProperties with different schemas (keys may match several)"
@@ -1122,8 +1252,8 @@ impl<'a> Converter<'a> {
             return Ok(Some((Expr::choice(keys), value)));
         }
         let same = patterns.iter().all(|(_, s)| match &own {
-            None => s.v == &Value::Bool(true) || s.v.as_object().is_some_and(|o| o.is_empty()),
-            Some(a) => json_equal(s.v, a.v),
+            None => s.is_true(),
+            Some(a) => s.neg == a.neg && json_equal(s.v, a.v),
         });
         if !same {
             self.unsupported(pptr, "patternProperties whose keys are not otherwise excluded (additionalProperties is not false)".into())?;
@@ -1292,20 +1422,17 @@ fn effective_types(f: &Flat<'_>) -> u8 {
 /// false` that does not list it).
 fn forbids(f: &Flat<'_>, name: &str) -> bool {
     f.obj_parts.iter().any(|p| {
-        p.additional.as_ref().is_some_and(|a| a.v == &Value::Bool(false))
+        p.additional.as_ref().is_some_and(Sub::is_false)
             && p.patterns.is_empty()
             && !p.props.iter().any(|(n, _)| n == name)
-    }) || f
-        .obj_parts
-        .iter()
-        .any(|p| p.props.iter().any(|(n, s)| n == name && s.v == &Value::Bool(false)))
+    }) || f.obj_parts.iter().any(|p| p.props.iter().any(|(n, s)| n == name && s.is_false()))
 }
 
 /// The values a property may take by a `const`/`enum` of one part (a superset).
 fn prop_values<'a>(f: &Flat<'a>, name: &str) -> Option<Vec<&'a Value>> {
     for p in &f.obj_parts {
         for (n, s) in &p.props {
-            if n != name {
+            if n != name || s.neg {
                 continue;
             }
             if let Some(c) = s.v.get("const") {

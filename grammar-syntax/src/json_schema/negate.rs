@@ -1,0 +1,216 @@
+//! `not`: the failures of a schema.
+//!
+//! A value fails a merged schema when it fails one of its keywords, and each keyword
+//! constrains one type only. So `not S` is a choice between the ways a value can fail
+//! `S`: its type is not one of `S`'s types, it is not one of `S`'s `enum` values, or it
+//! has the type a keyword applies to and fails that keyword (`minLength: 3` fails with a
+//! string of at most 2 characters, `required: ["a"]` with an object without `a`,
+//! `properties: {"a": T}` with an object whose `a` fails `T`, `anyOf` with a value that
+//! fails every branch). Each failure narrows a copy of the schema being compiled; the
+//! copies are alternatives. Keywords whose failure a grammar cannot state (`pattern`,
+//! `multipleOf`, `items`, ...) make the `not` unsupported.
+
+use super::flat::{tighten_lower, tighten_upper, types, Flat, ObjPart};
+use super::numbers::Bound;
+use super::{Converter, FormatMode, Sub};
+use crate::diagnostic::Diagnostic;
+use serde_json::Value;
+
+/// One way to fail a schema.
+#[derive(Clone, Debug)]
+pub(crate) enum Failure<'a> {
+    /// The value's type is one of these.
+    Types(u8),
+    /// The value is none of these.
+    Exclude(Vec<&'a Value>),
+    /// A string of at most this many characters.
+    MaxLength(u64),
+    /// A string of at least this many characters.
+    MinLength(u64),
+    /// A number below this bound.
+    Upper(Bound),
+    /// A number above this bound.
+    Lower(Bound),
+    /// An object without this property.
+    Forbid(String, String),
+    /// An object with this property, whose value fails the schema.
+    PropertyFails(String, Sub<'a>),
+    /// An object with at most this many properties.
+    MaxProperties(u64),
+    /// An object with at least this many properties.
+    MinProperties(u64),
+    /// An array with at most this many items.
+    MaxItems(u64),
+    /// An array with at least this many items.
+    MinItems(u64),
+    /// The value fails each of these (the failure of an `anyOf`).
+    FailsAll(Vec<Sub<'a>>),
+    /// The value satisfies this schema (the failure of a `not`).
+    Satisfies(Sub<'a>),
+}
+
+impl<'a> Converter<'a> {
+    /// The ways to fail `nf`, or `None` when one of its keywords has a failure a grammar
+    /// cannot state. An empty list: nothing fails `nf` (it accepts every value).
+    pub(crate) fn failures(&self, nf: &Flat<'a>) -> Option<Vec<Failure<'a>>> {
+        let mut out = Vec::new();
+        if nf.never {
+            return Some(vec![Failure::Types(types::ALL)]);
+        }
+        if nf.nullable || !nf.excluded.is_empty() || nf.has_if {
+            return None;
+        }
+        if nf.types != types::ALL {
+            out.push(Failure::Types(types::ALL & !nf.types));
+        }
+        if let Some(vs) = &nf.values {
+            out.push(Failure::Exclude(vs.clone()));
+        }
+        // Strings.
+        let formats = self.opts.format == FormatMode::Assert && !nf.formats.is_empty();
+        if !nf.patterns.is_empty() || formats {
+            return None;
+        }
+        if nf.min_length > 0 {
+            out.push(Failure::MaxLength(nf.min_length - 1));
+        }
+        if let Some(m) = nf.max_length {
+            out.push(Failure::MinLength(m + 1));
+        }
+        // Numbers.
+        if !nf.multiple_of.is_empty() {
+            return None;
+        }
+        if let Some(l) = &nf.lower {
+            out.push(Failure::Upper(Bound { value: l.value.clone(), exclusive: !l.exclusive }));
+        }
+        if let Some(u) = &nf.upper {
+            out.push(Failure::Lower(Bound { value: u.value.clone(), exclusive: !u.exclusive }));
+        }
+        // Objects.
+        if !nf.property_names.is_empty()
+            || !nf.dependent_required.is_empty()
+            || !nf.dependent_schemas.is_empty()
+            || nf.unevaluated_properties.is_some()
+        {
+            return None;
+        }
+        for part in &nf.obj_parts {
+            if !part.patterns.is_empty() || part.additional.as_ref().is_some_and(|a| !a.is_true()) {
+                return None;
+            }
+            for (name, s) in &part.props {
+                if !s.is_true() {
+                    out.push(Failure::PropertyFails(name.clone(), s.clone()));
+                }
+            }
+        }
+        for r in &nf.required {
+            out.push(Failure::Forbid(r.clone(), nf.ptr.clone()));
+        }
+        if nf.min_properties > 0 {
+            out.push(Failure::MaxProperties(nf.min_properties - 1));
+        }
+        if let Some(m) = nf.max_properties {
+            out.push(Failure::MinProperties(m + 1));
+        }
+        // Arrays.
+        if !nf.arr_parts.is_empty()
+            || !nf.contains.is_empty()
+            || nf.unique_items.is_some()
+            || nf.unevaluated_items.is_some()
+        {
+            return None;
+        }
+        if nf.min_items > 0 {
+            out.push(Failure::MaxItems(nf.min_items - 1));
+        }
+        if let Some(m) = nf.max_items {
+            out.push(Failure::MinItems(m + 1));
+        }
+        // Combinators.
+        for g in &nf.groups {
+            if g.exclusive {
+                return None;
+            }
+            out.push(Failure::FailsAll(g.branches.clone()));
+        }
+        for n in &nf.nots {
+            out.push(Failure::Satisfies(n.clone()));
+        }
+        Some(out)
+    }
+
+    /// `f` narrowed to the values with this failure.
+    pub(crate) fn apply_failure(
+        &mut self,
+        f: &mut Flat<'a>,
+        failure: &Failure<'a>,
+        depth: usize,
+    ) -> Result<(), Diagnostic> {
+        match failure {
+            Failure::Types(t) => f.types &= t,
+            Failure::Exclude(vs) => f.excluded.extend(vs.iter().copied()),
+            Failure::MaxLength(m) => {
+                f.types &= types::STRING;
+                f.max_length = Some(f.max_length.map_or(*m, |x| x.min(*m)));
+            }
+            Failure::MinLength(m) => {
+                f.types &= types::STRING;
+                f.min_length = f.min_length.max(*m);
+            }
+            Failure::Upper(b) => {
+                f.types &= types::NUMBER;
+                tighten_upper(&mut f.upper, b.clone());
+            }
+            Failure::Lower(b) => {
+                f.types &= types::NUMBER;
+                tighten_lower(&mut f.lower, b.clone());
+            }
+            Failure::Forbid(name, ptr) => {
+                f.types &= types::OBJECT;
+                f.obj_parts.push(ObjPart {
+                    props: vec![(
+                        name.clone(),
+                        Sub { v: &Value::Bool(false), ptr: ptr.clone(), neg: false },
+                    )],
+                    ptr: ptr.clone(),
+                    ..ObjPart::default()
+                });
+            }
+            Failure::PropertyFails(name, s) => {
+                f.types &= types::OBJECT;
+                if !f.required.contains(name) {
+                    f.required.push(name.clone());
+                }
+                f.obj_parts.push(ObjPart {
+                    props: vec![(name.clone(), Sub { neg: !s.neg, ..s.clone() })],
+                    ptr: s.ptr.clone(),
+                    ..ObjPart::default()
+                });
+            }
+            Failure::MaxProperties(m) => {
+                f.types &= types::OBJECT;
+                f.max_properties = Some(f.max_properties.map_or(*m, |x| x.min(*m)));
+            }
+            Failure::MinProperties(m) => {
+                f.types &= types::OBJECT;
+                f.min_properties = f.min_properties.max(*m);
+            }
+            Failure::MaxItems(m) => {
+                f.types &= types::ARRAY;
+                f.max_items = Some(f.max_items.map_or(*m, |x| x.min(*m)));
+            }
+            Failure::MinItems(m) => {
+                f.types &= types::ARRAY;
+                f.min_items = f.min_items.max(*m);
+            }
+            Failure::FailsAll(branches) => f.nots.extend(branches.iter().cloned()),
+            Failure::Satisfies(s) => self.merge(f, s, depth + 1, &mut Vec::new(), false)?,
+        }
+        if f.types == 0 {
+            f.never = true;
+        }
+        Ok(())
+    }
+}
