@@ -176,3 +176,70 @@ fn lengths_fold_into_patterns_and_formats() {
         compile(&schema);
     }
 }
+
+#[test]
+fn if_then_else_is_a_choice_of_two_conditions() {
+    let cases = [
+        (json!({"required": ["a"]}), Some(json!({"required": ["b"]})), None),
+        (
+            json!({"type": "string"}),
+            Some(json!({"minLength": 2})),
+            Some(json!({"type": "integer"})),
+        ),
+        (
+            json!({"properties": {"a": {"type": "integer"}}}),
+            None,
+            Some(json!({"maxProperties": 0})),
+        ),
+        (json!({"minimum": 2}), Some(json!({"maximum": 5})), Some(json!({"enum": [0, "a"]}))),
+    ];
+    let vals = values();
+    for (cond, then, otherwise) in cases {
+        let mut schema = json!({"if": cond});
+        if let Some(t) = &then {
+            schema["then"] = t.clone();
+        }
+        if let Some(e) = &otherwise {
+            schema["else"] = e.clone();
+        }
+        let g = compile(&schema);
+        let c = compile(&cond);
+        let t = then.as_ref().map(compile);
+        let e = otherwise.as_ref().map(compile);
+        for v in &vals {
+            let want = if accepts(&c, v) {
+                t.as_ref().is_none_or(|t| accepts(t, v))
+            } else {
+                e.as_ref().is_none_or(|e| accepts(e, v))
+            };
+            assert_eq!(accepts(&g, v), want, "{schema} on {v}");
+        }
+    }
+}
+
+#[test]
+fn dependencies_of_optional_properties_split_on_presence() {
+    let vals = values();
+    let required = json!({"dependentRequired": {"a": ["b"], "radius": ["length"]}});
+    let g = compile(&required);
+    for v in &vals {
+        let want = match v.as_object() {
+            Some(o) => {
+                (!o.contains_key("a") || o.contains_key("b"))
+                    && (!o.contains_key("radius") || o.contains_key("length"))
+            }
+            None => true,
+        };
+        assert_eq!(accepts(&g, v), want, "{required} on {v}");
+    }
+    let dep = json!({"type": "string"});
+    let schemas = json!({"dependentSchemas": {"a": {"properties": {"b": dep}, "required": ["b"]}}});
+    let g = compile(&schemas);
+    for v in &vals {
+        let want = match v.as_object() {
+            Some(o) => !o.contains_key("a") || o.get("b").is_some_and(Value::is_string),
+            None => true,
+        };
+        assert_eq!(accepts(&g, v), want, "{schemas} on {v}");
+    }
+}

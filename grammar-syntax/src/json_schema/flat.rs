@@ -70,6 +70,14 @@ pub(crate) struct Group<'a> {
     pub ptr: String,
 }
 
+/// An `if`/`then`/`else` whose condition is a schema.
+#[derive(Clone, Debug)]
+pub(crate) struct Conditional<'a> {
+    pub condition: Sub<'a>,
+    pub then: Option<Sub<'a>>,
+    pub otherwise: Option<Sub<'a>>,
+}
+
 /// One schema with everything merged into it.
 #[derive(Clone, Debug)]
 pub(crate) struct Flat<'a> {
@@ -108,6 +116,8 @@ pub(crate) struct Flat<'a> {
     // combinators
     pub groups: Vec<Group<'a>>,
     pub nots: Vec<Sub<'a>>,
+    /// `if`/`then`/`else` with a schema as condition.
+    pub conditionals: Vec<Conditional<'a>>,
     /// How many parts were merged (a measure for limits).
     pub parts: usize,
     /// Whether an `if` with trivial `then`/`else` was met (it still evaluates
@@ -148,6 +158,7 @@ impl<'a> Flat<'a> {
             unevaluated_items: None,
             groups: Vec::new(),
             nots: Vec::new(),
+            conditionals: Vec::new(),
             parts: 0,
             has_if: false,
         }
@@ -200,6 +211,7 @@ impl<'a> Flat<'a> {
             && !self.has_array_constraints()
             && self.groups.is_empty()
             && self.nots.is_empty()
+            && self.conditionals.is_empty()
     }
 }
 
@@ -700,11 +712,11 @@ impl<'a> Converter<'a> {
                         flat.has_if = true;
                         let trivial = |k: &str| obj.get(k).is_none_or(|s| s == &Value::Bool(true));
                         if !(trivial("then") && trivial("else")) {
-                            self.unsupported(
-                                kp,
-                                "`if`/`then`/`else` with a conditional schema is not expressible"
-                                    .into(),
-                            )?;
+                            flat.conditionals.push(Conditional {
+                                condition: sub_of(v, kp),
+                                then: obj.get("then").map(|t| sub_of(t, at(ptr, "then"))),
+                                otherwise: obj.get("else").map(|e| sub_of(e, at(ptr, "else"))),
+                            });
                         }
                     }
                 },

@@ -57,7 +57,7 @@ impl<'a> Converter<'a> {
         if nf.never {
             return Some(vec![Failure::Types(types::ALL)]);
         }
-        if nf.nullable || !nf.excluded.is_empty() || nf.has_if {
+        if nf.nullable || !nf.excluded.is_empty() || nf.has_if || !nf.conditionals.is_empty() {
             return None;
         }
         if nf.types != types::ALL {

@@ -3,6 +3,7 @@
 //! object, array), each built from the keywords of its type.
 
 use super::flat::{json_equal, types, Flat, Group};
+use super::negate::Failure;
 use super::numbers::{self, Decimal};
 use super::shared::SharedRule;
 use super::{Converter, FormatMode, Sub, MAX_BRANCHES};
@@ -151,6 +152,31 @@ impl<'a> Converter<'a> {
             }
             return Ok(choice_or_never(alts));
         }
+        if let Some(c) = f.conditionals.pop() {
+            // (if and then) or (not if and else).
+            if f.unevaluated_properties.is_some() || f.unevaluated_items.is_some() {
+                self.unsupported(
+                    c.condition.ptr.clone(),
+                    "`if`/`then`/`else` together with unevaluatedProperties/unevaluatedItems"
+                        .into(),
+                )?;
+                return self.compile_flat(f, depth + 1);
+            }
+            self.count_branch(&c.condition.ptr)?;
+            let mut yes = f.clone();
+            self.merge(&mut yes, &c.condition, depth + 1, &mut Vec::new(), false)?;
+            if let Some(t) = &c.then {
+                self.merge(&mut yes, t, depth + 1, &mut Vec::new(), false)?;
+            }
+            self.count_branch(&c.condition.ptr)?;
+            let mut no = f;
+            no.nots.push(c.condition.clone());
+            if let Some(e) = &c.otherwise {
+                self.merge(&mut no, e, depth + 1, &mut Vec::new(), false)?;
+            }
+            let alts = vec![self.compile_flat(yes, depth + 1)?, self.compile_flat(no, depth + 1)?];
+            return Ok(choice_or_never(alts));
+        }
         let mut nots = std::mem::take(&mut f.nots);
         while let Some(n) = nots.pop() {
             match n.v {
@@ -202,7 +228,15 @@ impl<'a> Converter<'a> {
             return Ok(choice_or_never(alts));
         }
         self.expand_dependencies(&mut f, depth)?;
-        if !f.groups.is_empty() || !f.nots.is_empty() {
+        if f.never {
+            return Ok(never());
+        }
+        if let Some((without, with)) = self.split_dependency(&mut f, depth)? {
+            let alts =
+                vec![self.compile_flat(without, depth + 1)?, self.compile_flat(with, depth + 1)?];
+            return Ok(choice_or_never(alts));
+        }
+        if !f.groups.is_empty() || !f.nots.is_empty() || !f.conditionals.is_empty() {
             // Dependencies merged in brought `anyOf`/`oneOf`/`not`: handle them as above.
             return self.compile_flat(f, depth + 1);
         }
@@ -308,25 +342,36 @@ impl<'a> Converter<'a> {
                 break;
             }
         }
-        let pending: Vec<(String, String)> = f
-            .dependent_required
-            .iter()
-            .filter(|(name, deps, _)| {
-                !f.required.contains(name) && deps.iter().any(|d| !f.required.contains(d))
-            })
-            .map(|(_, _, p)| (p.clone(), "dependentRequired".to_string()))
-            .chain(
-                f.dependent_schemas
-                    .iter()
-                    .map(|(_, s)| (s.ptr.clone(), "dependentSchemas".to_string())),
-            )
-            .collect();
-        for (ptr, kw) in pending {
-            self.unsupported(ptr, format!("`{kw}` on an optional property is not expressible"))?;
-        }
-        f.dependent_required.clear();
-        f.dependent_schemas.clear();
         Ok(())
+    }
+
+    /// A dependency (`dependentRequired`/`dependentSchemas`) of a property that may be
+    /// absent: objects without the property, or with it and what it brings. Returns the
+    /// two alternatives, or `None` when there is no such dependency left.
+    fn split_dependency(
+        &mut self,
+        f: &mut Flat<'a>,
+        depth: usize,
+    ) -> Result<Option<(Flat<'a>, Flat<'a>)>, Diagnostic> {
+        let name = if let Some(i) =
+            f.dependent_required.iter().position(|(n, _, _)| !f.required.contains(n))
+        {
+            f.dependent_required[i].0.clone()
+        } else if let Some((n, _)) = f.dependent_schemas.first() {
+            n.clone()
+        } else {
+            return Ok(None);
+        };
+        self.count_branch(&f.ptr)?;
+        self.count_branch(&f.ptr)?;
+        let mut without = f.clone();
+        without.dependent_required.retain(|(n, _, _)| n != &name);
+        without.dependent_schemas.retain(|(n, _)| n != &name);
+        let ptr = f.ptr.clone();
+        self.apply_failure(&mut without, &Failure::Forbid(name.clone(), ptr), depth)?;
+        let mut with = f.clone();
+        with.required.push(name);
+        Ok(Some((without, with)))
     }
 
     /// Counts one more alternative created by distributing `anyOf`/`oneOf`/`not`.
@@ -465,7 +510,7 @@ impl<'a> Converter<'a> {
         if f.excluded.iter().any(|x| json_equal(x, v)) {
             return Ok(Some(false));
         }
-        if !f.groups.is_empty() || !f.nots.is_empty() {
+        if !f.groups.is_empty() || !f.nots.is_empty() || !f.conditionals.is_empty() {
             return Ok(None);
         }
         match v {
