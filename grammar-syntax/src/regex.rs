@@ -847,6 +847,133 @@ impl Lowering<'_> {
     }
 }
 
+/// The texts that JSON Schema's `pattern` (a search: unanchored unless `^`/`$` say
+/// otherwise) does *not* match, for the shapes where a grammar states that exactly:
+/// - a pattern that matches the empty string somewhere matches every text: nothing;
+/// - `^C{m,n}$` (a class repeated): a character outside `C`, or too few or too many;
+/// - `C`, `C+` or `C{1,n}` unanchored: no character of `C` at all;
+/// - `^literal` (a prefix): texts that do not start with it.
+///
+/// `Ok(None)` for other shapes.
+pub fn regex_complement(pattern: &str, encoding: CharEncoding) -> Result<Option<Expr>, Diagnostic> {
+    let hir = parse_hir(pattern)?;
+    let mut h: &Hir = &hir;
+    while let HirKind::Capture(c) = h.kind() {
+        h = &c.sub;
+    }
+    let mut items: &[Hir] = match h.kind() {
+        HirKind::Concat(items) => items,
+        _ => std::slice::from_ref(h),
+    };
+    let (mut start, mut end) = (false, false);
+    while let Some(HirKind::Look(l)) = items.first().map(Hir::kind) {
+        if !is_start(*l) {
+            break;
+        }
+        start = true;
+        items = &items[1..];
+    }
+    while let Some(HirKind::Look(l)) = items.last().map(Hir::kind) {
+        if !is_end(*l) {
+            break;
+        }
+        end = true;
+        items = &items[..items.len() - 1];
+    }
+    if items.iter().any(|i| matches!(i.kind(), HirKind::Look(_))) {
+        return Ok(None);
+    }
+    let any = || any_char(encoding);
+    if !start && !end && items.iter().all(|i| char_len(i).0 == 0) {
+        // Matches the empty string at position 0 of every text.
+        return Ok(Some(never()));
+    }
+    let class_of = |h: &Hir| -> Option<CharClass> {
+        let mut h = h;
+        while let HirKind::Capture(c) = h.kind() {
+            h = &c.sub;
+        }
+        match h.kind() {
+            HirKind::Class(Class::Unicode(c)) => {
+                Some(CharClass::new(false, c.ranges().iter().map(|r| (r.start(), r.end()))))
+            }
+            HirKind::Class(Class::Bytes(c)) if c.is_ascii() => Some(CharClass::new(
+                false,
+                c.ranges().iter().map(|r| (r.start() as char, r.end() as char)),
+            )),
+            HirKind::Literal(lit) => {
+                let text = std::str::from_utf8(&lit.0).ok()?;
+                let mut chars = text.chars();
+                let c = chars.next()?;
+                chars.next().is_none().then(|| CharClass::new(false, [(c, c)]))
+            }
+            _ => None,
+        }
+    };
+    let outside = |c: &CharClass| {
+        let full = [('\0', char::MAX)];
+        let rest = subtract(&full, &c.ranges);
+        encode_class(&CharClass::new(false, rest), encoding)
+    };
+    // A class, repeated: (class, min, max).
+    let repeated = |h: &Hir| -> Option<(CharClass, u32, Option<u32>)> {
+        let mut h = h;
+        while let HirKind::Capture(c) = h.kind() {
+            h = &c.sub;
+        }
+        match h.kind() {
+            HirKind::Repetition(rep) => Some((class_of(&rep.sub)?, rep.min, rep.max)),
+            _ => Some((class_of(h)?, 1, Some(1))),
+        }
+    };
+    match (start, end, items) {
+        (true, true, [one]) => {
+            let Some((class, min, max)) = repeated(one) else { return Ok(None) };
+            let inside = encode_class(&class, encoding);
+            let mut alts =
+                vec![Expr::seq(vec![Expr::star(any()), outside(&class), Expr::star(any())])];
+            if min > 0 {
+                alts.push(Expr::repeat(inside.clone(), 0, Some(min - 1)));
+            }
+            if let Some(m) = max {
+                alts.push(Expr::repeat(inside, m.saturating_add(1), None));
+            }
+            Ok(Some(Expr::choice(alts)))
+        }
+        (false, false, [one]) => match repeated(one) {
+            Some((class, 1, _)) => Ok(Some(Expr::star(outside(&class)))),
+            _ => Ok(None),
+        },
+        (true, false, items) => {
+            let mut prefix = String::new();
+            for i in items {
+                match i.kind() {
+                    HirKind::Literal(lit) => match std::str::from_utf8(&lit.0) {
+                        Ok(t) => prefix.push_str(t),
+                        Err(_) => return Ok(None),
+                    },
+                    _ => return Ok(None),
+                }
+            }
+            if prefix.is_empty() {
+                return Ok(Some(never()));
+            }
+            // Shorter than the prefix, or a first difference.
+            let chars: Vec<char> = prefix.chars().collect();
+            let mut alts = Vec::new();
+            for (i, &c) in chars.iter().enumerate() {
+                let head: String = chars[..i].iter().collect();
+                let head = encode_literal(&head, encoding);
+                let other = CharClass::new(false, [(c, c)]);
+                alts.push(head.clone());
+                alts.push(Expr::seq(vec![head, outside(&other), Expr::star(any())]));
+            }
+            Ok(Some(Expr::choice(alts)))
+        }
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -243,3 +243,38 @@ fn dependencies_of_optional_properties_split_on_presence() {
         assert_eq!(accepts(&g, v), want, "{schemas} on {v}");
     }
 }
+
+#[test]
+fn pattern_properties_beside_any_other_key() {
+    let keys = [
+        "", "a", "ab", "a_b", "A", "a1", "x-", "x-y", "xy", "S_", "S_1", "S", "é", "é_", "0", "12",
+        "a\nb", "\"q\"",
+    ];
+    let patterns =
+        ["^[a-z_]+$", "^[a-z]{1,2}$", "\\d+", ".*", ".+", "^x-", "^S_", "^.*$", "[a-z_0-9]*", "a"];
+    let mut compiled = 0;
+    for p in patterns {
+        let schema = json!({"type": "object", "patternProperties": {p: {"type": "integer"}}, "additionalProperties": {"type": "string"}});
+        let g = match json_schema_to_grammar(&schema, &options()) {
+            Ok(c) => c.grammar,
+            Err(_) => continue,
+        };
+        compiled += 1;
+        let key_matches = compile(&json!({"type": "string", "pattern": p}));
+        for k in keys {
+            for v in [json!(1), json!("s")] {
+                let doc = json!({k: v.clone()});
+                let want =
+                    if accepts(&key_matches, &json!(k)) { v.is_i64() } else { v.is_string() };
+                assert_eq!(accepts(&g, &doc), want, "{schema} on {doc}");
+            }
+        }
+        // Two keys, one of each kind when the pattern leaves room for both.
+        let doc = json!({"ab": 1, "Zz9": "s"});
+        let want = accepts(&key_matches, &json!("ab")) && !accepts(&key_matches, &json!("Zz9"));
+        if want {
+            assert!(accepts(&g, &doc), "{schema} on {doc}");
+        }
+    }
+    assert!(compiled >= 8, "only {compiled} of {} patterns compiled", patterns.len());
+}

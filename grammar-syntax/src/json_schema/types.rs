@@ -995,9 +995,22 @@ impl<'a> Converter<'a> {
             members.push((required, member));
         }
         let additional = self.additional_member(f, &names, fallback, depth)?;
-        let additional = additional.map(|value_and_key| {
-            let (key, value) = value_and_key;
-            Expr::seq(vec![key, w.clone(), Expr::literal(":"), w.clone(), value, w.clone()])
+        let additional = additional.map(|pairs| {
+            Expr::choice(
+                pairs
+                    .into_iter()
+                    .map(|(key, value)| {
+                        Expr::seq(vec![
+                            key,
+                            w.clone(),
+                            Expr::literal(":"),
+                            w.clone(),
+                            value,
+                            w.clone(),
+                        ])
+                    })
+                    .collect(),
+            )
         });
         // Counts.
         let n_required = members.iter().filter(|m| m.0).count() as u64;
@@ -1166,6 +1179,45 @@ impl<'a> Converter<'a> {
         start
     }
 
+    /// Keys of one pattern property with its schema, and the keys that do not match it
+    /// with the schema of additional properties (an empty list: no such key may occur):
+    /// `None` when the complement of the pattern is not expressible (or listed properties
+    /// would have to be excluded from it).
+    fn pattern_or_not(
+        &mut self,
+        patterns: &[(String, Sub<'a>)],
+        others: &[Sub<'a>],
+        own: Option<Sub<'a>>,
+        names: &[String],
+        depth: usize,
+    ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
+        let [(p, s)] = patterns else { return Ok(None) };
+        if !names.is_empty() {
+            return Ok(None);
+        }
+        let Ok(Some(rest)) = crate::regex::regex_complement(p, CharEncoding::JsonString) else {
+            return Ok(None);
+        };
+        let Ok(matching) = regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) else {
+            return Ok(None);
+        };
+        let mut pairs = Vec::new();
+        let mut value_parts = vec![s.clone()];
+        value_parts.extend(others.iter().cloned());
+        let value = self.compile_parts(&value_parts, &s.ptr, depth)?;
+        if !is_never(&value) && !is_never(&matching) {
+            pairs.push((quoted(matching), value));
+        }
+        let mut rest_parts: Vec<Sub<'a>> = others.to_vec();
+        rest_parts.extend(own);
+        let ptr = format!("{}/additionalProperties", s.ptr);
+        let value = self.compile_parts(&rest_parts, &ptr, depth)?;
+        if !is_never(&value) && !is_never(&rest) {
+            pairs.push((quoted(rest), value));
+        }
+        Ok(Some(pairs))
+    }
+
     /// The key and value expressions of additional properties, `None` when none may occur.
     fn additional_member(
         &mut self,
@@ -1173,7 +1225,7 @@ impl<'a> Converter<'a> {
         names: &[String],
         fallback: Option<Sub<'a>>,
         depth: usize,
-    ) -> Result<Option<(Expr, Expr)>, Diagnostic> {
+    ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
         let pattern_parts: Vec<usize> =
             (0..f.obj_parts.len()).filter(|&i| !f.obj_parts[i].patterns.is_empty()).collect();
         let ptr = format!("{}/additionalProperties", f.ptr);
@@ -1216,7 +1268,7 @@ impl<'a> Converter<'a> {
                 }
                 k
             };
-            return Ok(Some((key, value)));
+            return Ok(Some(vec![(key, value)]));
         }
         if pattern_parts.len() > 1 || !f.property_names.is_empty() {
             self.unsupported(
@@ -1289,18 +1341,23 @@ impl<'a> Converter<'a> {
                 return Ok(None);
             }
             if alts.len() == 1 {
-                return Ok(alts.pop());
+                return Ok(alts.pop().map(|a| vec![a]));
             }
             // Same value schema everywhere: one value, a choice of keys.
             let value = alts[0].1.clone();
             let keys = alts.into_iter().map(|a| a.0).collect();
-            return Ok(Some((Expr::choice(keys), value)));
+            return Ok(Some(vec![(Expr::choice(keys), value)]));
         }
         let same = patterns.iter().all(|(_, s)| match &own {
             None => s.is_true(),
             Some(a) => s.neg == a.neg && json_equal(s.v, a.v),
         });
         if !same {
+            if let Some(pairs) =
+                self.pattern_or_not(&patterns, &others, own.clone(), names, depth)?
+            {
+                return Ok((!pairs.is_empty()).then_some(pairs));
+            }
             self.unsupported(pptr, "patternProperties whose keys are not otherwise excluded (additionalProperties is not false)".into())?;
         }
         others.extend(own);
@@ -1311,7 +1368,7 @@ impl<'a> Converter<'a> {
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let key =
             if refs.is_empty() { self.shared(SharedRule::String) } else { string_excluding(&refs) };
-        Ok(Some((key, value)))
+        Ok(Some(vec![(key, value)]))
     }
 
     fn array(&mut self, f: &Flat<'a>, depth: usize) -> Result<Expr, Diagnostic> {
