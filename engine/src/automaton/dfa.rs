@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 pub(crate) const DEAD: u32 = u32::MAX;
 
 /// Automata with more states than this are not minimized (see [`Dfa::from_nfa`]).
-const MINIMIZE_MAX_STATES: usize = 4096;
+const MINIMIZE_MAX_STATES: usize = 1024;
 
 /// A deterministic automaton for one rule.
 #[derive(Clone, Debug)]

@@ -6,6 +6,8 @@
 //! the call graph) are never inlined, so the pushdown stack only holds what recursion
 //! needs, and a grammar without recursion usually becomes a single automaton.
 //!
+//! The whole grammar grows by inlining to at most [`PassConfig::inline_max_total`] nodes.
+//!
 //! Callees are processed before callers (strongly connected components come out in that
 //! order), so an inlined body is already inlined itself.
 
@@ -35,11 +37,18 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let (sccs, graph) = strongly_connected(&grammar);
     let recursive = on_cycles(&sccs, &graph);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.size()).collect();
+    // The whole grammar may grow to `inline_max_total` nodes (or stays as large as it
+    // is): copies of rules called from many places must not multiply its size.
+    let total: usize = sizes.iter().sum();
+    let mut room = config.inline_max_total.saturating_sub(total);
     for scc in &sccs {
         for &r in scc {
             let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
             let mut budget = config.inline_max_caller_size.saturating_sub(sizes[r]);
+            budget = budget.min(room);
+            let granted = budget;
             substitute(&mut body, &grammar, &recursive, &sizes, config, &mut budget);
+            room -= granted - budget;
             sizes[r] = body.size();
             grammar.rules[r].body = body;
         }

@@ -27,11 +27,18 @@ pub struct PassConfig {
     pub inline_max_rule_size: usize,
     /// Largest body (in IR nodes) a caller may grow to by inlining.
     pub inline_max_caller_size: usize,
+    /// Largest size (in IR nodes) the whole grammar may grow to by inlining (a larger
+    /// grammar does not grow at all).
+    pub inline_max_total: usize,
 }
 
 impl Default for PassConfig {
     fn default() -> Self {
-        PassConfig { inline_max_rule_size: 4_000, inline_max_caller_size: 40_000 }
+        PassConfig {
+            inline_max_rule_size: 4_000,
+            inline_max_caller_size: 40_000,
+            inline_max_total: 1_000_000,
+        }
     }
 }
 

@@ -52,6 +52,11 @@ pub use shared::builtin_json_grammar;
 pub(crate) const MAX_MERGED_PARTS: usize = 4_096;
 /// Most alternatives one schema's `anyOf`/`oneOf` groups may distribute into.
 pub(crate) const MAX_BRANCHES: usize = 1_024;
+/// Most IR nodes the converter builds for one schema (rule bodies and the alternatives of
+/// distributed `anyOf`/`oneOf`/`not`, counted as they are built), reported as the limit
+/// `grammar_size`: a schema past it would also be past the engine's default grammar size,
+/// and the converter stops early instead of building it.
+pub const MAX_CONVERTED_NODES: usize = 4_000_000;
 /// Most properties of one object in [`PropertyOrder::Any`] (a rule per subset).
 pub const MAX_ANY_ORDER_PROPERTIES: usize = 8;
 
@@ -244,6 +249,7 @@ pub fn json_schema_to_grammar(
         shared: HashMap::new(),
         legacy_refs,
         branches: 0,
+        built: 0,
     };
     let root = conv.b.declare("root");
     let result = conv.run(root);
@@ -278,6 +284,8 @@ pub(crate) struct Converter<'a> {
     pub(crate) plain_integers: bool,
     /// Alternatives created by distributing `anyOf`/`oneOf` so far.
     pub(crate) branches: usize,
+    /// IR nodes built so far (see [`MAX_CONVERTED_NODES`]).
+    pub(crate) built: usize,
 }
 
 impl<'a> Converter<'a> {
@@ -285,11 +293,28 @@ impl<'a> Converter<'a> {
         let docs: &'a [Value] = self.docs;
         let sub = Sub { v: &docs[0], ptr: String::new(), neg: false };
         let body = self.compile_sub(&sub, 0)?;
+        self.charge(&body, "")?;
         self.b.define(root, body);
         while let Some((sub, id)) = self.pending.pop() {
             self.branches = 0;
             let body = self.compile_sub(&sub, 0)?;
+            self.charge(&body, &sub.ptr)?;
             self.b.define(id, body);
+        }
+        Ok(())
+    }
+
+    /// Counts the nodes of `e` against [`MAX_CONVERTED_NODES`].
+    pub(crate) fn charge(&mut self, e: &Expr, ptr: &str) -> Result<(), Diagnostic> {
+        self.built = self.built.saturating_add(e.size());
+        if self.built > MAX_CONVERTED_NODES {
+            return Err(Diagnostic::at_pointer(
+                ptr.to_string(),
+                format!(
+                    "the grammar grows past {MAX_CONVERTED_NODES} IR nodes (distributed anyOf/oneOf/not copy the schema around them)"
+                ),
+            )
+            .with_category(Category::Limit("grammar_size")));
         }
         Ok(())
     }

@@ -148,7 +148,9 @@ impl<'a> Converter<'a> {
             }
             let mut alts = Vec::new();
             for g in flats {
-                alts.push(self.compile_flat(g, depth + 1)?);
+                let alt = self.compile_flat(g, depth + 1)?;
+                self.charge(&alt, &group.ptr)?;
+                alts.push(alt);
             }
             return Ok(choice_or_never(alts));
         }
@@ -223,7 +225,9 @@ impl<'a> Converter<'a> {
                 self.count_branch(&n.ptr)?;
                 let mut g = f.clone();
                 self.apply_failure(&mut g, failure, depth)?;
-                alts.push(self.compile_flat(g, depth + 1)?);
+                let alt = self.compile_flat(g, depth + 1)?;
+                self.charge(&alt, &n.ptr)?;
+                alts.push(alt);
             }
             return Ok(choice_or_never(alts));
         }
