@@ -250,6 +250,7 @@ pub fn json_schema_to_grammar(
         legacy_refs,
         branches: 0,
         built: 0,
+        memo: HashMap::new(),
     };
     let root = conv.b.declare("root");
     let result = conv.run(root);
@@ -286,6 +287,8 @@ pub(crate) struct Converter<'a> {
     pub(crate) branches: usize,
     /// IR nodes built so far (see [`MAX_CONVERTED_NODES`]).
     pub(crate) built: usize,
+    /// Rules of merged subschemas, by the pointers (and negations) merged.
+    memo: HashMap<Vec<(String, bool)>, RuleId>,
 }
 
 impl<'a> Converter<'a> {
@@ -356,9 +359,42 @@ impl<'a> Converter<'a> {
             }
             _ => {}
         }
+        let merges_refs = sub.v.as_object().is_some_and(|o| {
+            ["$ref", "allOf", "anyOf", "oneOf"].iter().any(|k| o.contains_key(*k))
+        });
+        if merges_refs {
+            // Merged references can lead back here (a recursive schema through `allOf`
+            // or a `$ref` with siblings): the schema becomes a rule of its own, and a
+            // recursive visit refers to it.
+            let key = vec![(sub.ptr.clone(), sub.neg)];
+            return self.memo_rule(key, &sub.ptr, |this| {
+                let mut f = flat::Flat::new(&sub.ptr);
+                this.merge(&mut f, sub, depth, &mut Vec::new(), true)?;
+                this.compile_flat(f, depth)
+            });
+        }
         let mut f = flat::Flat::new(&sub.ptr);
         self.merge(&mut f, sub, depth, &mut Vec::new(), true)?;
         self.compile_flat(f, depth)
+    }
+
+    /// The rule compiled by `build` for the merge of the subschemas in `key`, built once:
+    /// a visit while it is being built (recursion) refers to the rule.
+    fn memo_rule(
+        &mut self,
+        key: Vec<(String, bool)>,
+        ptr: &str,
+        build: impl FnOnce(&mut Self) -> Result<Expr, Diagnostic>,
+    ) -> Result<Expr, Diagnostic> {
+        if let Some(&id) = self.memo.get(&key) {
+            return Ok(Expr::Rule(id));
+        }
+        let name = self.b.fresh_name(&rule_name(ptr));
+        let id = self.b.declare(&name);
+        self.memo.insert(key, id);
+        let body = build(self)?;
+        self.b.define(id, body);
+        Ok(Expr::Rule(id))
     }
 
     /// The expression of the conjunction of `parts` (any value when there are none).
@@ -372,11 +408,14 @@ impl<'a> Converter<'a> {
             [] => Ok(self.json_value()),
             [one] => self.compile_sub(one, depth + 1),
             _ => {
-                let mut f = flat::Flat::new(ptr);
-                for p in parts {
-                    self.merge(&mut f, p, depth + 1, &mut Vec::new(), false)?;
-                }
-                self.compile_flat(f, depth + 1)
+                let key = parts.iter().map(|p| (p.ptr.clone(), p.neg)).collect();
+                self.memo_rule(key, ptr, |this| {
+                    let mut f = flat::Flat::new(ptr);
+                    for p in parts {
+                        this.merge(&mut f, p, depth + 1, &mut Vec::new(), false)?;
+                    }
+                    this.compile_flat(f, depth + 1)
+                })
             }
         }
     }
