@@ -18,7 +18,7 @@ use crate::error::MatchError;
 use crate::ids::TokenSetId;
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::Stack;
-use grammask_tokenset::{get_bit, set_bit, Vocabulary};
+use grammask_tokenset::{clear_bit, get_bit, set_bit, Vocabulary};
 
 /// Sets the bits of the stop tokens.
 pub(crate) fn set_stop_tokens(vocab: &Vocabulary, bitmask: &mut [u32]) {
@@ -40,6 +40,13 @@ pub(crate) fn fill(
     bitmask: &mut [u32],
 ) -> Result<(), MatchError> {
     let vocab = &grammar.vocab;
+    fill_text(grammar, closure, bitmask)?;
+    // A stop token ends the output wherever it is taken, so it is never allowed by its
+    // bytes (a tokenizer may give a stop token the kind `Normal`): only where the root
+    // can end, or where the grammar names it.
+    for &id in vocab.stop_tokens() {
+        clear_bit(bitmask, id);
+    }
     if closure.can_end {
         set_stop_tokens(vocab, bitmask);
     }
@@ -64,6 +71,15 @@ pub(crate) fn fill(
             }
         }
     }
+    Ok(())
+}
+
+/// Sets the bits of the text tokens some stack reads to their end.
+fn fill_text(
+    grammar: &CompiledGrammar,
+    closure: &Closure,
+    bitmask: &mut [u32],
+) -> Result<(), MatchError> {
     if closure.configs.is_empty() {
         return Ok(());
     }

@@ -56,7 +56,8 @@ impl Matcher {
     /// Fills `bitmask` (`ceil(vocab_size / 32)` words or more; token `i` is bit `i % 32` of
     /// word `i / 32`) with the tokens allowed next: every ordinary token whose bytes
     /// continue the text, the special tokens the grammar names here, and the stop tokens
-    /// when the root can end. After a stop token, only stop tokens are set (accepting one
+    /// exactly when the root can end (a stop token is never allowed by its bytes, even
+    /// when its kind is `Normal`, unless the grammar names it). After a stop token, only stop tokens are set (accepting one
     /// then changes nothing).
     pub fn fill_next_token_bitmask(&self, bitmask: &mut [u32]) -> Result<(), MatchError> {
         let vocab = &self.grammar.vocab;
@@ -108,7 +109,8 @@ impl Matcher {
                 }
             }
         }
-        if vocab.kind(id).is_some_and(|k| k.is_text()) {
+        // A stop token is never read as text (see `mask::fill`).
+        if vocab.kind(id).is_some_and(|k| k.is_text()) && !vocab.is_stop(id) {
             let bytes = vocab.token_bytes(id).unwrap_or_default();
             if !bytes.is_empty() {
                 if let Some(stacks) = self.step_bytes(&closure, bytes)? {

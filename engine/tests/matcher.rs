@@ -303,3 +303,37 @@ fn special_tokens_only_where_named_and_padding_never() {
     m.accept_token(3).unwrap();
     assert!(m.is_terminated());
 }
+
+/// A stop token ends the output wherever a runtime takes it, so it is allowed exactly
+/// where the root can end, even when the tokenizer gives it the kind `Normal` and its
+/// bytes would continue the text (found by the `vocab_load` fuzz target on a GGUF file
+/// whose end-of-text token is typed as normal).
+#[test]
+fn stop_token_of_kind_normal_only_where_the_root_can_end() {
+    // "x" (id 0) is a normal token and the stop token.
+    let v = Vocabulary::from_byte_tokens(
+        vec![b"x".to_vec(), b"y".to_vec(), b"xy".to_vec()],
+        &[],
+        &[0],
+        None,
+    )
+    .unwrap();
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    b.define(root, Expr::plus(Expr::literal("xy")));
+    let g = b.finish(root).unwrap();
+    for cache in [true, false] {
+        let config = grammask_engine::CompilerConfig { mask_cache: cache, ..Default::default() };
+        let compiled = Compiler::new(&v).with_config(config).compile_grammar(&g).unwrap();
+        let mut m = Matcher::new(compiled);
+        assert_eq!(mask_of(&m), [2], "only \"xy\": the stop token is not text");
+        assert_eq!(m.accept_token(0), Err(MatchError::TokenRejected { id: 0 }));
+        assert_eq!(m.validate_tokens(&[0]), 0);
+        assert_eq!(m.history_len(), 0);
+        m.accept_token(2).unwrap();
+        assert!(m.can_terminate());
+        assert_eq!(mask_of(&m), [0, 2], "\"xy\" again, or stop");
+        m.accept_token(0).unwrap();
+        assert!(m.is_terminated(), "at an end, the stop token terminates");
+    }
+}

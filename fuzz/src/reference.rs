@@ -348,7 +348,8 @@ impl<'g> Reference<'g> {
             }
         }
         let mut next = if seeds.is_empty() { None } else { Some(self.close(seeds)?) };
-        let text = self.vocab.kind(id).is_some_and(TokenKind::is_text);
+        // A stop token ends the output: it is never read as text, whatever its kind.
+        let text = self.vocab.kind(id).is_some_and(TokenKind::is_text) && !self.vocab.is_stop(id);
         let bytes = self.vocab.token_bytes(id).unwrap_or_default();
         if text && !bytes.is_empty() {
             if let Some(by_bytes) = self.step_bytes(state, bytes)? {
