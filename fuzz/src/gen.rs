@@ -4,7 +4,7 @@
 //! Grammars have a few rules. A rule refers to a later rule anywhere, and to any rule
 //! (itself included) only after a non-empty literal: recursion, but never left recursion.
 
-use crate::rng::XorShift;
+use crate::rng::Choices;
 use grammask::syntax::ir::{Expr, Grammar, GrammarBuilder, RuleId, TokenSet};
 use grammask::Vocabulary;
 
@@ -75,7 +75,7 @@ impl Default for GrammarConfig {
 
 /// A random grammar (the compiler may still refuse it, for example when a rule can
 /// never end).
-pub fn random_grammar(rng: &mut XorShift, config: &GrammarConfig) -> Grammar {
+pub fn random_grammar<R: Choices>(rng: &mut R, config: &GrammarConfig) -> Grammar {
     let n = rng.range(1, config.max_rules.max(1));
     let mut b = GrammarBuilder::new();
     let ids: Vec<RuleId> = (0..n).map(|i| b.declare(&format!("r{i}"))).collect();
@@ -86,13 +86,13 @@ pub fn random_grammar(rng: &mut XorShift, config: &GrammarConfig) -> Grammar {
     b.finish(ids[0]).expect("every rule is defined")
 }
 
-fn random_literal(rng: &mut XorShift) -> Expr {
+fn random_literal<R: Choices>(rng: &mut R) -> Expr {
     let len = rng.range(1, 3);
     let s: String = (0..len).map(|_| *rng.pick(CHARS)).collect();
     Expr::literal(&s)
 }
 
-fn random_class(rng: &mut XorShift) -> Expr {
+fn random_class<R: Choices>(rng: &mut R) -> Expr {
     let negated = rng.chance(0.2);
     let n = rng.range(1, 3);
     let ranges: Vec<(char, char)> = (0..n)
@@ -111,8 +111,8 @@ fn random_class(rng: &mut XorShift) -> Expr {
     Expr::class(negated, ranges)
 }
 
-fn random_expr(
-    rng: &mut XorShift,
+fn random_expr<R: Choices>(
+    rng: &mut R,
     config: &GrammarConfig,
     rules: &[RuleId],
     me: usize,
@@ -121,7 +121,7 @@ fn random_expr(
     if depth == 0 {
         return if rng.chance(0.6) { random_literal(rng) } else { random_class(rng) };
     }
-    let sub = |rng: &mut XorShift| random_expr(rng, config, rules, me, depth - 1);
+    let sub = |rng: &mut R| random_expr(rng, config, rules, me, depth - 1);
     loop {
         match rng.below(100) {
             0..=19 => return random_literal(rng),
@@ -184,7 +184,7 @@ pub struct RandomVocab {
 /// A small random vocabulary: byte strings made of 1-3 characters of [`CHARS`], often
 /// cut at either end inside a multi-byte character; two stop tokens; a special token
 /// spelled like text; a few padding ids.
-pub fn random_vocab(rng: &mut XorShift) -> RandomVocab {
+pub fn random_vocab<R: Choices>(rng: &mut R) -> RandomVocab {
     let n = rng.range(15, 50);
     let mut tokens: Vec<Vec<u8>> = (0..n)
         .map(|_| {
