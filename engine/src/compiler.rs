@@ -544,26 +544,46 @@ fn check_productive(
     deadline: &Deadline,
 ) -> Result<(), CompileError> {
     let n = automata.len();
-    let mut productive = vec![false; n];
-    loop {
-        deadline.check("the productivity check")?;
-        let mut changed = false;
-        for r in 0..n {
-            if productive[r] {
-                continue;
-            }
-            let dfa = &automata[r];
-            let found = reach(dfa, |_| true, |rule| productive[rule.index()])
-                .iter()
-                .enumerate()
-                .any(|(s, &seen)| seen && dfa.is_accepting(StateId::new(s)));
-            if found {
-                productive[r] = true;
-                changed = true;
+    // Callers of each rule: a rule's productivity is rechecked when a callee becomes
+    // productive (a work list, not rounds over every rule).
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (r, dfa) in automata.iter().enumerate() {
+        for s in 0..dfa.len() {
+            for &(callee, _) in dfa.calls(StateId::new(s)) {
+                callers[callee.index()].push(r);
             }
         }
-        if !changed {
-            break;
+    }
+    for c in &mut callers {
+        c.sort_unstable();
+        c.dedup();
+    }
+    let mut productive = vec![false; n];
+    let mut queued = vec![true; n];
+    let mut work: Vec<usize> = (0..n).rev().collect();
+    let mut checked = 0usize;
+    while let Some(r) = work.pop() {
+        queued[r] = false;
+        if productive[r] {
+            continue;
+        }
+        checked += 1;
+        if checked % 256 == 0 {
+            deadline.check("the productivity check")?;
+        }
+        let dfa = &automata[r];
+        let found = reach(dfa, |_| true, |rule| productive[rule.index()])
+            .iter()
+            .enumerate()
+            .any(|(s, &seen)| seen && dfa.is_accepting(StateId::new(s)));
+        if found {
+            productive[r] = true;
+            for &c in &callers[r] {
+                if !productive[c] && !queued[c] {
+                    queued[c] = true;
+                    work.push(c);
+                }
+            }
         }
     }
     match productive.iter().position(|p| !p) {

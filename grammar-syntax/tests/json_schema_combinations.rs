@@ -278,3 +278,36 @@ fn pattern_properties_beside_any_other_key() {
     }
     assert!(compiled >= 8, "only {compiled} of {} patterns compiled", patterns.len());
 }
+
+#[test]
+fn enum_values_are_checked_against_object_and_array_keywords() {
+    let cases = [
+        (
+            json!({"enum": [{"a": 1}, {"a": "x"}, {"b": 2}], "properties": {"a": {"type": "integer"}}, "required": ["a"]}),
+            vec![json!({"a": 1})],
+        ),
+        (
+            json!({"enum": [[1, 2], [1, 1], [], ["a"]], "uniqueItems": true, "minItems": 1, "items": {"type": "integer"}}),
+            vec![json!([1, 2])],
+        ),
+        (
+            json!({"const": {"a": {"b": [1]}}, "properties": {"a": {"anyOf": [{"required": ["c"]}, {"properties": {"b": {"contains": {"const": 1}}}}]}}}),
+            vec![json!({"a": {"b": [1]}})],
+        ),
+        (
+            json!({"enum": [{"a": 1}, {"a": 2}], "not": {"properties": {"a": {"const": 2}}}}),
+            vec![json!({"a": 1})],
+        ),
+    ];
+    for (schema, accepted) in cases {
+        let g = compile(&schema);
+        let listed: Vec<Value> = schema
+            .get("enum")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_else(|| vec![schema["const"].clone()]);
+        for v in &listed {
+            assert_eq!(accepts(&g, v), accepted.contains(v), "{schema} on {v}");
+        }
+    }
+}

@@ -514,9 +514,76 @@ impl<'a> Converter<'a> {
         if f.excluded.iter().any(|x| json_equal(x, v)) {
             return Ok(Some(false));
         }
-        if !f.groups.is_empty() || !f.nots.is_empty() || !f.conditionals.is_empty() {
+        if depth > self.opts.max_depth {
             return Ok(None);
         }
+        // Combinators, each a conjunct.
+        let mut combined = Some(true);
+        for g in &f.groups {
+            let mut hits = Some(0usize);
+            for b in &g.branches {
+                match self.check_sub(b, v, depth)? {
+                    Some(true) => hits = hits.map(|h| h + 1),
+                    Some(false) => {}
+                    None => hits = None,
+                }
+            }
+            let ok = hits.map(|h| if g.exclusive { h == 1 } else { h >= 1 });
+            combined = and3(combined, ok);
+        }
+        for n in &f.nots {
+            combined = and3(combined, self.check_sub(n, v, depth)?.map(|b| !b));
+        }
+        for c in &f.conditionals {
+            let ok = match self.check_sub(&c.condition, v, depth)? {
+                Some(true) => match &c.then {
+                    Some(t) => self.check_sub(t, v, depth)?,
+                    None => Some(true),
+                },
+                Some(false) => match &c.otherwise {
+                    Some(e) => self.check_sub(e, v, depth)?,
+                    None => Some(true),
+                },
+                None => None,
+            };
+            combined = and3(combined, ok);
+        }
+        if combined == Some(false) {
+            return Ok(Some(false));
+        }
+        let own = self.check_own(f, v, depth)?;
+        Ok(and3(combined, own))
+    }
+
+    /// Whether `v` satisfies `sub` (`None` when a keyword cannot be checked).
+    fn check_sub(
+        &mut self,
+        sub: &Sub<'a>,
+        v: &Value,
+        depth: usize,
+    ) -> Result<Option<bool>, Diagnostic> {
+        if sub.neg {
+            let plain = Sub { neg: false, ..sub.clone() };
+            return Ok(self.check_sub(&plain, v, depth)?.map(|b| !b));
+        }
+        if let Value::Bool(b) = sub.v {
+            return Ok(Some(*b));
+        }
+        let mut f = Flat::new(&sub.ptr);
+        match self.merge(&mut f, sub, depth + 1, &mut Vec::new(), false) {
+            Ok(()) => {}
+            Err(_) => return Ok(None),
+        }
+        self.check_value(&f, v, depth + 1)
+    }
+
+    /// [`Self::check_value`] without the combinators.
+    fn check_own(
+        &mut self,
+        f: &Flat<'a>,
+        v: &Value,
+        depth: usize,
+    ) -> Result<Option<bool>, Diagnostic> {
         match v {
             Value::String(s) => {
                 let n = s.chars().count() as u64;
@@ -561,13 +628,115 @@ impl<'a> Converter<'a> {
                 }
                 Ok(Some(true))
             }
-            Value::Object(_) => Ok((!f.has_object_constraints()).then_some(true)),
-            Value::Array(_) => Ok((!f.has_array_constraints()).then_some(true)),
+            Value::Object(map) => self.check_object(f, map, depth),
+            Value::Array(items) => self.check_array(f, items, depth),
             _ => {
                 let _ = depth;
                 Ok(Some(true))
             }
         }
+    }
+
+    fn check_object(
+        &mut self,
+        f: &Flat<'a>,
+        map: &serde_json::Map<String, Value>,
+        depth: usize,
+    ) -> Result<Option<bool>, Diagnostic> {
+        if !f.has_object_constraints() {
+            return Ok(Some(true));
+        }
+        if f.unevaluated_properties.is_some() {
+            return Ok(None);
+        }
+        let n = map.len() as u64;
+        if f.required.iter().any(|r| !map.contains_key(r))
+            || n < f.min_properties
+            || f.max_properties.is_some_and(|m| n > m)
+        {
+            return Ok(Some(false));
+        }
+        let mut result = Some(true);
+        for (name, deps, _) in &f.dependent_required {
+            if map.contains_key(name) && deps.iter().any(|d| !map.contains_key(d)) {
+                return Ok(Some(false));
+            }
+        }
+        let whole = Value::Object(map.clone());
+        for (name, s) in &f.dependent_schemas {
+            if map.contains_key(name) {
+                result = and3(result, self.check_sub(s, &whole, depth)?);
+            }
+        }
+        let strict_false = self.opts.strict
+            && !f.obj_parts.iter().any(|p| p.additional.is_some() || !p.patterns.is_empty());
+        for (key, value) in map {
+            let key_value = Value::String(key.clone());
+            for s in &f.property_names {
+                result = and3(result, self.check_sub(s, &key_value, depth)?);
+            }
+            let (parts, evaluated) = self.property_parts(f, key);
+            if !evaluated && strict_false {
+                return Ok(Some(false));
+            }
+            for p in &parts {
+                result = and3(result, self.check_sub(p, value, depth)?);
+                if result == Some(false) {
+                    return Ok(result);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    fn check_array(
+        &mut self,
+        f: &Flat<'a>,
+        items: &[Value],
+        depth: usize,
+    ) -> Result<Option<bool>, Diagnostic> {
+        if !f.has_array_constraints() {
+            return Ok(Some(true));
+        }
+        if f.unevaluated_items.is_some() {
+            return Ok(None);
+        }
+        let n = items.len() as u64;
+        if n < f.min_items || f.max_items.is_some_and(|m| n > m) {
+            return Ok(Some(false));
+        }
+        if f.unique_items.is_some() {
+            for (i, a) in items.iter().enumerate() {
+                if items[i + 1..].iter().any(|b| json_equal(a, b)) {
+                    return Ok(Some(false));
+                }
+            }
+        }
+        let mut result = Some(true);
+        for part in &f.arr_parts {
+            for (i, item) in items.iter().enumerate() {
+                let schema = part.prefix.get(i).or(part.rest.as_ref());
+                if let Some(s) = schema {
+                    result = and3(result, self.check_sub(s, item, depth)?);
+                    if result == Some(false) {
+                        return Ok(result);
+                    }
+                }
+            }
+        }
+        for c in &f.contains {
+            let mut count = Some(0u64);
+            for item in items {
+                match self.check_sub(&c.schema, item, depth)? {
+                    Some(true) => count = count.map(|k| k + 1),
+                    Some(false) => {}
+                    None => count = None,
+                }
+            }
+            let ok = count.map(|k| k >= c.min && c.max.is_none_or(|m| k <= m));
+            result = and3(result, ok);
+        }
+        Ok(result)
     }
 
     /// Whether `text` has the known format `name` (`None` when it cannot be checked).
@@ -1517,6 +1686,15 @@ impl<'a> Converter<'a> {
 }
 
 /// The types a flat schema's values may have.
+/// Three-valued and: false wins, then unknown.
+fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
 fn effective_types(f: &Flat<'_>) -> u8 {
     match &f.values {
         Some(vs) => vs.iter().fold(0, |acc, v| acc | value_type(v)) & f.types,
