@@ -311,3 +311,22 @@ fn enum_values_are_checked_against_object_and_array_keywords() {
         }
     }
 }
+
+#[test]
+fn min_properties_one_beside_optional_properties() {
+    let vals = values();
+    for schema in [
+        json!({"minProperties": 1, "properties": {"a": {"type": "integer"}, "b": {}}}),
+        json!({"type": "object", "minProperties": 1, "properties": {"a": {}, "radius": {}}, "additionalProperties": false}),
+        json!({"minProperties": 1, "maxProperties": 2, "properties": {"a": {}, "b": {"type": "integer"}}, "additionalProperties": false}),
+    ] {
+        let g = compile(&schema);
+        let mut without = schema.clone();
+        without.as_object_mut().unwrap().remove("minProperties");
+        let plain = compile(&without);
+        for v in &vals {
+            let want = accepts(&plain, v) && v.as_object().is_none_or(|o| !o.is_empty());
+            assert_eq!(accepts(&g, v), want, "{schema} on {v}");
+        }
+    }
+}

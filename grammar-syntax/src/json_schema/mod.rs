@@ -288,7 +288,16 @@ pub(crate) struct Converter<'a> {
     /// IR nodes built so far (see [`MAX_CONVERTED_NODES`]).
     pub(crate) built: usize,
     /// Rules of merged subschemas, by the pointers (and negations) merged.
-    memo: HashMap<Vec<(String, bool)>, RuleId>,
+    memo: HashMap<Vec<(String, bool)>, Memo>,
+}
+
+/// A merged subschema's rule.
+struct Memo {
+    id: RuleId,
+    /// The schema accepts nothing.
+    never: bool,
+    /// Referred to by a visit after the first (recursion or reuse).
+    recursive: bool,
 }
 
 impl<'a> Converter<'a> {
@@ -378,23 +387,39 @@ impl<'a> Converter<'a> {
         self.compile_flat(f, depth)
     }
 
-    /// The rule compiled by `build` for the merge of the subschemas in `key`, built once:
-    /// a visit while it is being built (recursion) refers to the rule.
+    /// The expression compiled by `build` for the merge of the subschemas in `key`, built
+    /// once as a rule: a visit while it is being built (recursion) refers to the rule; the
+    /// first visit gets the body itself unless it was recursive; a schema that accepts
+    /// nothing stays visible as such.
     fn memo_rule(
         &mut self,
         key: Vec<(String, bool)>,
         ptr: &str,
         build: impl FnOnce(&mut Self) -> Result<Expr, Diagnostic>,
     ) -> Result<Expr, Diagnostic> {
-        if let Some(&id) = self.memo.get(&key) {
-            return Ok(Expr::Rule(id));
+        if let Some(entry) = self.memo.get_mut(&key) {
+            if entry.never {
+                return Ok(crate::regex::never());
+            }
+            entry.recursive = true;
+            return Ok(Expr::Rule(entry.id));
         }
         let name = self.b.fresh_name(&rule_name(ptr));
         let id = self.b.declare(&name);
-        self.memo.insert(key, id);
+        self.memo.insert(key.clone(), Memo { id, never: false, recursive: false });
         let body = build(self)?;
-        self.b.define(id, body);
-        Ok(Expr::Rule(id))
+        self.b.define(id, body.clone());
+        let Some(entry) = self.memo.get_mut(&key) else { return Ok(body) };
+        if crate::regex::is_never(&body) {
+            entry.never = true;
+            return Ok(body);
+        }
+        if entry.recursive {
+            return Ok(Expr::Rule(id));
+        }
+        // Later visits refer to the rule.
+        entry.recursive = true;
+        Ok(body)
     }
 
     /// The expression of the conjunction of `parts` (any value when there are none).

@@ -235,6 +235,9 @@ impl<'a> Converter<'a> {
         if f.never {
             return Ok(never());
         }
+        if let Some(alts) = self.split_min_properties(&f, depth)? {
+            return Ok(choice_or_never(alts));
+        }
         if let Some((without, with)) = self.split_dependency(&mut f, depth)? {
             let alts =
                 vec![self.compile_flat(without, depth + 1)?, self.compile_flat(with, depth + 1)?];
@@ -347,6 +350,53 @@ impl<'a> Converter<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `minProperties: 1` beside listed properties, none of them required: the first
+    /// listed property present is one of them (the ones before it absent), or none is
+    /// and another key is. One alternative each, plus the values that are not objects.
+    fn split_min_properties(
+        &mut self,
+        f: &Flat<'a>,
+        depth: usize,
+    ) -> Result<Option<Vec<Expr>>, Diagnostic> {
+        if f.types & types::OBJECT == 0 || f.min_properties != 1 || !f.required.is_empty() {
+            return Ok(None);
+        }
+        let mut names: Vec<String> = Vec::new();
+        for part in &f.obj_parts {
+            for (n, _) in &part.props {
+                if !names.contains(n) && !forbids(f, n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let mut alts = Vec::new();
+        if f.types != types::OBJECT {
+            let mut other = f.clone();
+            other.types &= !types::OBJECT;
+            other.min_properties = 0;
+            alts.push(self.compile_flat(other, depth + 1)?);
+        }
+        let mut base = f.clone();
+        base.types = types::OBJECT;
+        for name in &names {
+            self.count_branch(&f.ptr)?;
+            let mut g = base.clone();
+            g.required.push(name.clone());
+            g.min_properties = 0;
+            let alt = self.compile_flat(g, depth + 1)?;
+            self.charge(&alt, &f.ptr)?;
+            alts.push(alt);
+            let ptr = f.ptr.clone();
+            self.apply_failure(&mut base, &Failure::Forbid(name.clone(), ptr), depth)?;
+        }
+        // No listed property: another key.
+        alts.push(self.compile_flat(base, depth + 1)?);
+        Ok(Some(alts))
     }
 
     /// A dependency (`dependentRequired`/`dependentSchemas`) of a property that may be
