@@ -3,11 +3,14 @@
 //! - [`tokenize`]: encodes text with a real tokenizer (tiktoken-rs for the builtin
 //!   OpenAI encodings, the `tokenizers` crate for tokenizer.json), so benchmarks walk the
 //!   token sequences a model would produce.
+//! - [`adversarial`]: the adversarial table of grammars and JSON Schemas, with the
+//!   outcome of each row (shared with the root crate's `tests/adversarial_schemas.rs`).
 //! - [`maskbench`]: the MaskBench runner (one file, and counts over a corpus).
 //! - [`stats`]: summary statistics (mean and percentiles) of timings.
 
 #![warn(missing_docs)]
 
+pub mod adversarial;
 pub mod maskbench;
 pub mod stats;
 pub mod tokenize;

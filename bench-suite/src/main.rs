@@ -12,6 +12,11 @@
 //! answer; `--check` exits 1 when an invalid instance was accepted, a schema panicked,
 //! or fewer than 90% of the schemas compiled.
 //!
+//! `grammask-bench adversarial [--vocab V] [--json]` compiles every row of the adversarial
+//! table (`grammask_bench::adversarial`, shared with `tests/adversarial_schemas.rs`) and
+//! prints its outcome, compile time and per-step mask times on a valid document; exit 1
+//! when an outcome is not the expected one.
+//!
 //! `grammask-bench scaling` prints compile time and automaton states of schemas with
 //! `maxItems` / `maxLength` bounds from 10 to 10000.
 
@@ -22,6 +27,7 @@ use grammask_bench::tokenize::TextTokenizer;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod adversarial_cmd;
 mod extract;
 
 mod maskbench_cmd;
@@ -85,6 +91,15 @@ enum Command {
     },
     /// Compile time and automaton states against maxItems / maxLength bounds.
     Scaling,
+    /// The adversarial table: outcome, compile time and per-step mask times of each row.
+    Adversarial {
+        /// Vocabulary: o200k, cl100k, or a tokenizer.json path.
+        #[arg(long, default_value = "o200k")]
+        vocab: String,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() {
@@ -125,6 +140,13 @@ fn main() {
             }
         }
         Command::Scaling => scaling::run(),
+        Command::Adversarial { vocab, json } => match adversarial_cmd::run(&vocab, json) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("grammask-bench: {e}");
+                1
+            }
+        },
     };
     std::process::exit(code);
 }

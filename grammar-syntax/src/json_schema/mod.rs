@@ -183,6 +183,16 @@ pub(crate) fn limit_error(ptr: &str, max: usize) -> Diagnostic {
 pub fn parse_json_schema(text: &str, opts: &JsonSchemaOptions) -> Result<Converted, Diagnostics> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         let offset = offset_of(text, e.line(), e.column());
+        // serde_json stops at 128 nested arrays/objects: valid JSON, too deep to read.
+        if e.to_string().starts_with("recursion limit exceeded") {
+            return Diagnostics::one(
+                Diagnostic::error(
+                    Span::new(offset, offset),
+                    format!("the schema nests deeper than 128 JSON arrays and objects ({e})"),
+                )
+                .with_category(Category::Limit("schema_depth")),
+            );
+        }
         Diagnostics::one(Diagnostic::error(
             Span::new(offset, offset),
             format!("the schema is not valid JSON: {e}"),

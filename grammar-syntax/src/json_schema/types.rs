@@ -136,6 +136,14 @@ impl<'a> Converter<'a> {
                     "anyOf together with unevaluatedProperties/unevaluatedItems".into(),
                 )?;
             }
+            // Nothing but this group constrains the value: each branch compiles as a
+            // schema of its own, so a branch that is a `$ref` stays a rule reference and
+            // recursive schemas (`"tail": {"anyOf": [{"$ref": "#/$defs/list"}, {"type":
+            // "null"}]}`) do not unfold until the depth limit.
+            let rest_trivial = f.is_type_only()
+                && f.types == types::ALL
+                && f.unevaluated_properties.is_none()
+                && f.unevaluated_items.is_none();
             let mut flats = Vec::new();
             for b in &group.branches {
                 self.count_branch(&group.ptr)?;
@@ -143,12 +151,19 @@ impl<'a> Converter<'a> {
                 self.merge(&mut g, b, depth + 1, &mut Vec::new(), false)?;
                 flats.push(g);
             }
+            let nots_before: Vec<usize> = flats.iter().map(|g| g.nots.len()).collect();
             if group.exclusive {
                 self.exclude_overlaps(&group, &mut flats, depth)?;
             }
             let mut alts = Vec::new();
-            for g in flats {
-                let alt = self.compile_flat(g, depth + 1)?;
+            for ((g, b), before) in flats.into_iter().zip(&group.branches).zip(nots_before) {
+                // A oneOf branch made exclusive of the others (with `not`s) compiles from
+                // its flat schema.
+                let alt = if rest_trivial && g.nots.len() == before {
+                    self.compile_sub(b, depth + 1)?
+                } else {
+                    self.compile_flat(g, depth + 1)?
+                };
                 self.charge(&alt, &group.ptr)?;
                 alts.push(alt);
             }
@@ -250,11 +265,15 @@ impl<'a> Converter<'a> {
         let body = match f.values.clone() {
             Some(values) => {
                 let mut alts = Vec::new();
+                // Each value is one of `values`: checking membership again would make a
+                // large `enum` quadratic.
+                let mut others = f.clone();
+                others.values = None;
                 for v in values {
                     if f.excluded.iter().any(|x| json_equal(x, v)) || value_type(v) & f.types == 0 {
                         continue;
                     }
-                    match self.check_value(&f, v, depth)? {
+                    match self.check_value(&others, v, depth)? {
                         Some(true) => alts.push(self.literal(v)),
                         Some(false) => {}
                         None => {
