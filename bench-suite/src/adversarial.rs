@@ -102,6 +102,21 @@ fn ref_chain(n: usize) -> Value {
     json!({"$defs": defs, "$ref": "#/$defs/d0"})
 }
 
+/// `$defs` d0 .. d{n-1}, each `allOf: [$ref next]` with `minimum: 0` (so each is merged
+/// into its referrer, not referenced), the last an integer; the root at most 9.
+fn all_of_chain(n: usize) -> Value {
+    let mut defs = serde_json::Map::new();
+    for i in 0..n {
+        let def = if i + 1 == n {
+            json!({"type": "integer"})
+        } else {
+            json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}], "minimum": 0})
+        };
+        defs.insert(format!("d{i}"), def);
+    }
+    json!({"$defs": defs, "allOf": [{"$ref": "#/$defs/d0"}], "maximum": 9})
+}
+
 /// Arrays nested `n` deep around integers.
 fn nested_arrays(n: usize) -> Value {
     (0..n).fold(json!({"type": "integer"}), |inner, _| json!({"type": "array", "items": inner}))
@@ -137,6 +152,8 @@ pub fn cases() -> Vec<Case> {
         // $ref chains and recursion.
         schema("$ref chain of 500", ref_chain(500), "42", &["\"x\"", "4.5"], Compiled),
         schema("$ref chain of 5000", ref_chain(5000), "42", &["\"x\"", "[]"], Compiled),
+        schema("allOf $ref chain of 500", all_of_chain(500), "", &[], Limit("schema_depth")),
+        schema("allOf $ref chain of 40", all_of_chain(40), "7", &["-1", "10", "2.5"], Compiled),
         schema(
             "recursive tree",
             json!({
