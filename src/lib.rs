@@ -100,6 +100,7 @@ pub fn parse_grammar(text: &str, format: GrammarFormat, root: &str) -> Result<Pa
 
 /// A vocabulary of the 256 single bytes, for matching text without a tokenizer.
 pub fn byte_vocabulary() -> Vocabulary {
+    // Invariant: 256 distinct non-empty tokens, no special or stop ids: always valid.
     Vocabulary::from_byte_tokens((0..=255u8).map(|b| vec![b]).collect(), &[], &[], None)
         .expect("256 one-byte tokens form a valid vocabulary")
 }

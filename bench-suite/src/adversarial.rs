@@ -337,13 +337,20 @@ pub fn cases() -> Vec<Case> {
         schema("arrays nested 1000 deep", nested_arrays(1000), "", &[], Limit("schema_depth")),
         // What the converter cannot express is refused with the keyword and its pointer.
         schema(
-            "if/then with a conditional schema",
+            "if/then/else with a conditional schema",
             json!({"type": "object", "properties": {"a": {
                 "if": {"type": "integer"}, "then": {"minimum": 1}, "else": {"type": "string"}
-            }}}),
+            }}, "required": ["a"], "additionalProperties": false}),
+            r#"{"a": 5}"#,
+            &[r#"{"a": 0}"#, r#"{"a": true}"#, r#"{"a": 1.5}"#],
+            Compiled,
+        ),
+        schema(
+            "draft-03 divisibleBy",
+            json!({"type": "object", "properties": {"a": {"type": "integer", "divisibleBy": 3}}}),
             "",
             &[],
-            Unsupported { keyword: "if", pointer: "/properties/a/if" },
+            Unsupported { keyword: "divisibleBy", pointer: "/properties/a/divisibleBy" },
         ),
         schema(
             "$dynamicRef",

@@ -34,6 +34,8 @@ pub fn remove_dead_rules(grammar: Grammar) -> Grammar {
     let renumbered = order
         .iter()
         .map(|old| {
+            // Invariant: `order` lists each reachable rule once (a traversal of the call
+            // graph), so each slot is taken once.
             let mut rule = rules[old.index()].take().expect("each rule is visited once");
             rule.body = renumber(rule.body, &new_id);
             rule.lookahead = rule.lookahead.map(|la| renumber(la, &new_id));
@@ -45,6 +47,8 @@ pub fn remove_dead_rules(grammar: Grammar) -> Grammar {
 
 fn renumber(expr: Expr, new_id: &[Option<RuleId>]) -> Expr {
     match expr {
+        // Invariant: only reachable rules are renumbered, and a reference inside a reachable
+        // rule is reachable.
         Expr::Rule(r) => Expr::Rule(new_id[r.index()].expect("reachable rules are renumbered")),
         Expr::Seq(items) => Expr::Seq(items.into_iter().map(|e| renumber(e, new_id)).collect()),
         Expr::Choice(items) => {
