@@ -83,3 +83,21 @@ fn print_normalizes() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(text(&out.stdout).is_empty());
 }
+
+#[test]
+fn engine_refusals_point_at_the_rule() {
+    // Left recursion hidden behind a nullable prefix is found by the engine, after the
+    // passes; the refusal still carries the rule's line and column.
+    let path = grammar_file(
+        "hidden.gbnf",
+        "# an expression\nroot ::= expr\nexpr ::= ws expr \"+\" | \"1\"\nws ::= \" \"*\n",
+    );
+    let file = path.to_str().unwrap();
+    let out = grammask(&["check", file], None);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    let expected = format!(
+        "{file}:3:1: unsupported: left recursion: expr -> expr\n  expr ::= ws expr \"+\" | \"1\"\n  ^"
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+}

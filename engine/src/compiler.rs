@@ -588,10 +588,27 @@ fn check_productive(
     }
     match productive.iter().position(|p| !p) {
         None => Ok(()),
-        Some(r) => Err(CompileError::Unsupported(format!(
-            "rule `{}` can never finish (it has no finite derivation)",
-            grammar.rules[r].name
-        ))),
+        Some(r) => Err(refusal(
+            grammar,
+            r,
+            format!(
+                "rule `{}` can never finish (it has no finite derivation)",
+                grammar.rules[r].name
+            ),
+        )),
+    }
+}
+
+/// The engine's refusal of `rule`: a diagnostic at the rule's source span when it has one
+/// (a grammar parsed from text), so it renders with line:col; otherwise
+/// [`CompileError::Unsupported`].
+fn refusal(grammar: &Grammar, rule: usize, message: String) -> CompileError {
+    use grammask_syntax::{Category, Diagnostic, Diagnostics};
+    match grammar.rules.get(rule).map(|r| r.span) {
+        Some(span) if span.end > span.start => CompileError::Grammar(Diagnostics::one(
+            Diagnostic::error(span, message).with_category(Category::Unsupported),
+        )),
+        _ => CompileError::Unsupported(message),
     }
 }
 
@@ -665,10 +682,11 @@ fn check_left_recursion(grammar: &Grammar, automata: &[Dfa]) -> Result<(), Compi
                     let mut names: Vec<&str> =
                         path[from..].iter().map(|&(x, _)| grammar.rules[x].name.as_str()).collect();
                     names.push(grammar.rules[w].name.as_str());
-                    return Err(CompileError::Unsupported(format!(
-                        "left recursion: {}",
-                        names.join(" -> ")
-                    )));
+                    return Err(refusal(
+                        grammar,
+                        w,
+                        format!("left recursion: {}", names.join(" -> ")),
+                    ));
                 }
                 if color[w] == 0 {
                     color[w] = 1;

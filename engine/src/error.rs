@@ -17,7 +17,9 @@ pub enum CompileError {
         /// What exceeded it.
         message: String,
     },
-    /// The grammar is outside what the engine matches (for example left recursion).
+    /// The grammar is outside what the engine matches (for example left recursion). The
+    /// engine's refusal of a rule parsed from text comes as [`CompileError::Grammar`]
+    /// instead: a diagnostic of category `Unsupported` at the rule's span (line:col).
     #[error("unsupported: {0}")]
     Unsupported(String),
     /// Serialized grammar bytes could not be loaded.

@@ -189,12 +189,34 @@ fn left_recursion_is_rewritten_and_matches() {
 #[test]
 fn hidden_left_recursion_is_refused_with_the_cycle() {
     let v = vocab();
-    let err = Compiler::new(&v)
-        .compile_gbnf("root ::= ws root \"x\" | \"y\"\nws ::= \" \"*")
-        .unwrap_err();
+    let text = "# hidden behind ws\nroot ::= ws root \"x\" | \"y\"\nws ::= \" \"*";
+    let err = Compiler::new(&v).compile_gbnf(text).unwrap_err();
     match err {
-        CompileError::Unsupported(msg) => {
-            assert!(msg.contains("left recursion: root -> root"), "{msg}")
+        // Parsed from text: the refusal points at the rule (line 2).
+        CompileError::Grammar(d) => {
+            let rendered = d.render("g.gbnf", text);
+            assert!(
+                rendered.contains("g.gbnf:2:1: unsupported: left recursion: root -> root"),
+                "{rendered}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // Built as IR, without spans: the plain refusal.
+    let mut b = GrammarBuilder::new();
+    let ws = b.declare("ws");
+    b.define(ws, Expr::star(Expr::literal(" ")));
+    let hidden = b.declare("hidden");
+    b.define(
+        hidden,
+        Expr::choice(vec![
+            Expr::seq(vec![Expr::Rule(ws), Expr::Rule(hidden), Expr::literal("x")]),
+            Expr::literal("y"),
+        ]),
+    );
+    match Compiler::new(&v).compile_grammar(&b.finish(hidden).unwrap()) {
+        Err(CompileError::Unsupported(msg)) => {
+            assert!(msg.contains("left recursion: hidden -> hidden"), "{msg}")
         }
         other => panic!("{other:?}"),
     }

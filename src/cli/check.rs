@@ -21,7 +21,7 @@ pub fn run(args: &CheckArgs) -> i32 {
             // The engine's own refusals (left recursion it cannot rewrite, limits) count too.
             let compiler = args.limits.compiler(&grammask::byte_vocabulary());
             if let Err(e) = compiler.compile_grammar(&loaded.grammar) {
-                return super::input::report_compile_error(&loaded.name, &e);
+                return super::input::report_refusal(&loaded, &e);
             }
             let rules = loaded.grammar.rules.len();
             let plural = if rules == 1 { "" } else { "s" };

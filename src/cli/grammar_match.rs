@@ -1,7 +1,7 @@
 //! `grammask match GRAMMAR [INPUT]`: is the input in the grammar's language?
 
 use super::input::{
-    load_grammar_args, read_text, report_compile_error, GrammarArgs, LimitArgs, EXIT_REJECTED,
+    load_grammar_args, read_text, report_refusal, GrammarArgs, LimitArgs, EXIT_REJECTED,
 };
 use grammask::{byte_vocabulary, GrammarFormat, MatchError, Matcher};
 
@@ -44,7 +44,7 @@ pub fn run(args: &MatchArgs) -> i32 {
     }
     let compiled = match args.limits.compiler(&byte_vocabulary()).compile_grammar(&loaded.grammar) {
         Ok(c) => c,
-        Err(e) => return report_compile_error(&loaded.name, &e),
+        Err(e) => return report_refusal(&loaded, &e),
     };
     let mut matcher = Matcher::new(compiled);
     match matcher.accept_bytes(input.as_bytes()) {

@@ -14,6 +14,9 @@ pub struct LoadedGrammar {
     pub name: String,
     /// The format it was read in.
     pub format: GrammarFormat,
+    /// The text it was read from (empty for a built-in grammar), for rendering the
+    /// engine's refusals with line:col.
+    pub source: String,
 }
 
 /// Exit code for a refused input (invalid grammar, rejected text, limit).
@@ -69,7 +72,7 @@ pub fn load_grammar(path: &str, format: Option<&str>, root: &str) -> Result<Load
             for w in &parsed.warnings {
                 eprintln!("{}", w.render(&name, &text));
             }
-            Ok(LoadedGrammar { grammar: parsed.grammar, name, format })
+            Ok(LoadedGrammar { grammar: parsed.grammar, name, format, source: text })
         }
         Err(diagnostics) => {
             eprintln!("{}", diagnostics.render(&name, &text));
@@ -79,10 +82,25 @@ pub fn load_grammar(path: &str, format: Option<&str>, root: &str) -> Result<Load
 }
 
 /// Prints a compile error the way the CLI reports refusals, returns the exit code.
+#[cfg_attr(not(feature = "generate"), allow(dead_code))]
 pub fn report_compile_error(name: &str, err: &grammask::CompileError) -> i32 {
     match err {
         grammask::CompileError::Grammar(d) => eprintln!("{name}: {d}"),
         other => eprintln!("{name}: {other}"),
+    }
+    EXIT_REJECTED
+}
+
+/// Prints a compile error of `loaded`'s grammar: the engine's refusals of a rule parsed
+/// from text as `FILE:LINE:COL: unsupported: ...` with the source line and a caret; returns
+/// the exit code.
+pub fn report_refusal(loaded: &LoadedGrammar, err: &grammask::CompileError) -> i32 {
+    match err {
+        grammask::CompileError::Grammar(d) if !loaded.source.is_empty() => {
+            eprintln!("{}", d.render(&loaded.name, &loaded.source))
+        }
+        grammask::CompileError::Grammar(d) => eprintln!("{}: {d}", loaded.name),
+        other => eprintln!("{}: {other}", loaded.name),
     }
     EXIT_REJECTED
 }
@@ -165,6 +183,7 @@ pub fn load_grammar_args(args: &GrammarArgs) -> Result<LoadedGrammar, i32> {
             grammar,
             name: format!("builtin:{name}"),
             format: GrammarFormat::JsonSchema,
+            source: String::new(),
         });
     }
     let path = args.grammar.as_deref().unwrap_or("-");
@@ -188,6 +207,7 @@ pub fn load_schema(path: &str, schema: &SchemaArgs) -> Result<LoadedGrammar, i32
                 grammar: converted.grammar,
                 name,
                 format: GrammarFormat::JsonSchema,
+                source: text,
             })
         }
         Err(diagnostics) => {

@@ -1,7 +1,7 @@
 //! `grammask mask GRAMMAR --vocab VOCAB`: the tokens allowed after a prefix.
 
 use super::input::{
-    load_grammar_args, report_compile_error, GrammarArgs, LimitArgs, EXIT_REJECTED, EXIT_USAGE,
+    load_grammar_args, report_refusal, GrammarArgs, LimitArgs, EXIT_REJECTED, EXIT_USAGE,
 };
 use grammask::{bitmask_len, get_bit, Matcher, Vocabulary};
 use std::time::Instant;
@@ -56,7 +56,7 @@ pub fn run(args: &MaskArgs) -> i32 {
     };
     let compiled = match compiler.with_config(config).compile_grammar(&loaded.grammar) {
         Ok(c) => c,
-        Err(e) => return report_compile_error(&loaded.name, &e),
+        Err(e) => return report_refusal(&loaded, &e),
     };
     let mut matcher = Matcher::new(compiled);
     if let Some(text) = &args.prefix {
