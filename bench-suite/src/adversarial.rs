@@ -417,6 +417,39 @@ pub fn cases() -> Vec<Case> {
             &["{ab:1234}", "xdeadbee"],
             Compiled,
         ),
+        case(
+            "parentheses nested 999 deep",
+            Gbnf,
+            format!("root ::= {}\"a\"{}", "(".repeat(999), ")".repeat(999)),
+            "a",
+            &["aa", ""],
+            Compiled,
+        ),
+        case(
+            "parentheses nested 5000 deep",
+            Gbnf,
+            format!("root ::= {}\"a\"{}", "(".repeat(5000), ")".repeat(5000)),
+            "",
+            &[],
+            Limit("max_nesting"),
+        ),
+        case(
+            "alternatives nested 999 deep",
+            Gbnf,
+            format!("root ::= {}\"b\"{}", "(\"a\" | ".repeat(999), ")".repeat(999)),
+            "b",
+            &["ab", "c"],
+            Compiled,
+        ),
+        case(
+            "stars nested 400 deep",
+            Gbnf,
+            format!("root ::= {}\"b\"{}", "(\"a\" ".repeat(400), ")*".repeat(400)),
+            // A "b" only after 400 "a"s (each level may also stop early).
+            format!("{}baaa", "a".repeat(400)),
+            &["b", "ab", "aaab"],
+            Compiled,
+        ),
         // A regex whose DFA is exponential in its count (2^n states).
         case(
             "[ab]*a[ab]{12} (DFA of 2^13 states)",
