@@ -277,10 +277,23 @@ int main(int argc, char **argv) {
     CHECK(grammask_compile_gbnf(vocab, text, len, NULL, &json));
     free(text);
 
-    /* The second: a JSON Schema. */
+    /* The second: a JSON Schema, compiled within explicit limits. */
     text = read_file(PERSON_SCHEMA, &len);
+    GrammaskLimits limits;
+    CHECK(grammask_limits_default(&limits));
+    limits.max_compile_ms = 10000;
     GrammaskGrammar *person = NULL;
-    CHECK(grammask_compile_json_schema(vocab, text, len, &person));
+    CHECK(grammask_compile_json_schema_with_limits(vocab, text, len, NULL, &limits, &person));
+    /* A limit that is hit is a status and a message naming it, never a crash. */
+    limits.max_grammar_size = 10;
+    GrammaskGrammar *refused = NULL;
+    st = grammask_compile_json_schema_with_limits(vocab, text, len, NULL, &limits, &refused);
+    if (st != GRAMMASK_STATUS_LIMIT || refused != NULL ||
+        strncmp(grammask_last_error(), "limit: grammar_size: ", 21) != 0) {
+        fprintf(stderr, "error: expected limit grammar_size, got %s: %s\n",
+                grammask_status_name(st), grammask_last_error());
+        return 1;
+    }
     free(text);
 
     /* Both grammars share the vocabulary; the handles are refcounted, so the vocabulary

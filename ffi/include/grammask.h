@@ -37,6 +37,13 @@
  *   grammar, may run on different threads at once). Fork a matcher to get an independent one.
  * - Freeing a handle while another thread uses it is undefined behaviour.
  *
+ * Resource limits
+ * ---------------
+ * - Every limit has a default (grammask_limits_default); the grammask_compile_*_with_limits
+ *   functions take others. A limit that is hit returns GRAMMASK_STATUS_LIMIT with a message
+ *   `limit: NAME: ...` (grammar_size, automaton_states, compile_time, mask_cache_bytes,
+ *   live_stacks, stack_depth); nothing hangs or grows without bound.
+ *
  * Bitmask layout: uint32_t words, ceil(vocab_size / 32) of them; token i is allowed when bit
  * (i % 32) of word (i / 32) is set (XGrammar and llguidance use the same layout).
  */
