@@ -130,6 +130,32 @@ fn compile_time_budget_is_named_when_spent() {
 }
 
 #[test]
+fn compile_time_budget_interrupts_long_stages() {
+    // Each of these takes seconds (release build) before another limit or the end; a
+    // budget of a few hundred milliseconds stops them inside the stage, named.
+    let budget =
+        Limits { max_compile_time: std::time::Duration::from_millis(300), ..Limits::default() };
+    let compiler = with_limits(budget, false);
+    // Subset construction of a DFA of 2^25 states (else `automaton_states` after ~5 s).
+    match compiler.compile_regex("[ab]*a[ab]{24}") {
+        Err(CompileError::Limit { name: "compile_time", message }) => {
+            assert!(message.contains("automaton construction"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Paull's method over a left-recursive cycle of 600 rules (seconds).
+    let rules: Vec<String> = (0..600)
+        .map(|i| format!("r{i} ::= r{} \"+\" [a-z]{{0,40}} | \"x\"", (i + 1) % 600))
+        .collect();
+    match compiler.compile_gbnf(&format!("root ::= r0\n{}", rules.join("\n"))) {
+        Err(CompileError::Limit { name: "compile_time", message }) => {
+            assert!(message.contains("left-recursion elimination"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn mask_cache_bound_refuses_an_eager_precompute_that_does_not_fit() {
     let grammar = "root ::= (\"(\" [ab01]* \")\" | \"x\" \"+\"?)+";
     let tiny = Limits { max_mask_cache_bytes: 8, ..Limits::default() };

@@ -137,11 +137,13 @@ fn eliminate_direct(grammar: &mut Grammar, rule: RuleId) -> bool {
 /// Replaces the leading references to `callee` in `rule`'s alternatives by `callee`'s
 /// alternatives.
 fn substitute_leading(grammar: &mut Grammar, rule: RuleId, callee: RuleId) -> bool {
-    let (Some(alts), Some(callee_alts)) =
-        (alternatives(&grammar.rule(rule).body), alternatives(&grammar.rule(callee).body))
-    else {
+    let Some(alts) = alternatives(&grammar.rule(rule).body) else { return false };
+    // Most pairs of rules on a cycle do not lead into each other: the callee's
+    // alternatives are only computed when some alternative starts with it.
+    if !alts.iter().any(|alt| leading_rule(alt).is_some_and(|(r, _)| r == callee)) {
         return false;
-    };
+    }
+    let Some(callee_alts) = alternatives(&grammar.rule(callee).body) else { return false };
     let mut out = Vec::new();
     let mut changed = false;
     for alt in alts {
@@ -149,7 +151,17 @@ fn substitute_leading(grammar: &mut Grammar, rule: RuleId, callee: RuleId) -> bo
             Some((r, rest)) if r == callee => {
                 changed = true;
                 for head in &callee_alts {
-                    out.push(Expr::seq(vec![head.clone(), rest.clone()]));
+                    // Flat sequences: substituted chains stay one level deep, so later
+                    // substitutions do not walk and copy ever deeper nestings.
+                    let mut items = Vec::new();
+                    for part in [head.clone(), rest.clone()] {
+                        match part {
+                            Expr::Seq(inner) => items.extend(inner),
+                            Expr::Empty => {}
+                            other => items.push(other),
+                        }
+                    }
+                    out.push(Expr::seq(items));
                 }
             }
             _ => out.push(alt),
