@@ -23,8 +23,8 @@ fn errors_name_keyword_and_pointer() {
             "/properties/a/pattern",
         ),
         (json!({"$ref": "#/$defs/missing"}), "/$ref"),
-        (json!({"oneOf": [{"type": "string"}, {"pattern": "^a"}]}), "/oneOf"),
-        (json!({"not": {"pattern": "^a"}}), "/not"),
+        (json!({"oneOf": [{"type": "string"}, {"pattern": "^a+b$"}]}), "/oneOf/1/pattern"),
+        (json!({"not": {"pattern": "^a+b$"}}), "/not/pattern"),
     ];
     for (schema, pointer) in cases {
         let e = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap_err();

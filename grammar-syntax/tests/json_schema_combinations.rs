@@ -78,6 +78,9 @@ fn not_accepts_exactly_what_its_operand_rejects() {
         json!({"enum": ["a", "abc"]}),
         json!({"anyOf": [{"type": "integer"}, {"minLength": 3}]}),
         json!({"not": {"type": "array"}}),
+        json!({"pattern": "^[a-z]+$"}),
+        json!({"type": "string", "pattern": "^x-"}),
+        json!({"pattern": "[0-9]"}),
         json!({"properties": {"a": {"not": {"type": "integer"}}}, "required": ["a"]}),
     ];
     let vals = values();

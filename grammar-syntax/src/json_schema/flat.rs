@@ -92,6 +92,8 @@ pub(crate) struct Flat<'a> {
     pub min_length: u64,
     pub max_length: Option<u64>,
     pub patterns: Vec<(String, String)>,
+    /// Patterns the string must not match (from `not`), with their pointers.
+    pub not_patterns: Vec<(String, String)>,
     pub formats: Vec<(String, String)>,
     // numbers
     pub lower: Option<Bound>,
@@ -138,6 +140,7 @@ impl<'a> Flat<'a> {
             min_length: 0,
             max_length: None,
             patterns: Vec::new(),
+            not_patterns: Vec::new(),
             formats: Vec::new(),
             lower: None,
             upper: None,
@@ -169,6 +172,7 @@ impl<'a> Flat<'a> {
         self.min_length > 0
             || self.max_length.is_some()
             || !self.patterns.is_empty()
+            || !self.not_patterns.is_empty()
             || !self.formats.is_empty()
     }
 

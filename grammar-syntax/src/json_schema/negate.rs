@@ -31,6 +31,8 @@ pub(crate) enum Failure<'a> {
     Upper(Bound),
     /// A number above this bound.
     Lower(Bound),
+    /// A string that this pattern (with its pointer) does not match.
+    NotPattern(String, String),
     /// An object without this property.
     Forbid(String, String),
     /// An object with this property, whose value fails the schema.
@@ -68,8 +70,11 @@ impl<'a> Converter<'a> {
         }
         // Strings.
         let formats = self.opts.format == FormatMode::Assert && !nf.formats.is_empty();
-        if !nf.patterns.is_empty() || formats {
+        if formats || !nf.not_patterns.is_empty() {
             return None;
+        }
+        for (p, ptr) in &nf.patterns {
+            out.push(Failure::NotPattern(p.clone(), ptr.clone()));
         }
         if nf.min_length > 0 {
             out.push(Failure::MaxLength(nf.min_length - 1));
@@ -166,6 +171,10 @@ impl<'a> Converter<'a> {
             Failure::Lower(b) => {
                 f.types &= types::NUMBER;
                 tighten_lower(&mut f.lower, b.clone());
+            }
+            Failure::NotPattern(p, ptr) => {
+                f.types &= types::STRING;
+                f.not_patterns.push((p.clone(), ptr.clone()));
             }
             Failure::Forbid(name, ptr) => {
                 f.types &= types::OBJECT;

@@ -659,6 +659,14 @@ impl<'a> Converter<'a> {
                 if n < f.min_length || f.max_length.is_some_and(|m| n > m) {
                     return Ok(Some(false));
                 }
+                for (p, _) in &f.not_patterns {
+                    let mut b = crate::ir::GrammarBuilder::new();
+                    let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+                    let Ok(e) = regex_to_ir(p, &mut b, opts) else { return Ok(None) };
+                    if self.matches(e, s) {
+                        return Ok(Some(false));
+                    }
+                }
                 for (p, _) in &f.patterns {
                     let mut b = crate::ir::GrammarBuilder::new();
                     let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
@@ -950,6 +958,34 @@ impl<'a> Converter<'a> {
         let lengths = f.min_length > 0 || f.max_length.is_some();
         if f.max_length.is_some_and(|m| m < f.min_length) {
             return Ok(never());
+        }
+        if let Some((p, ptr)) = f.not_patterns.first() {
+            let alone = f.not_patterns.len() == 1
+                && f.patterns.is_empty()
+                && formats.is_empty()
+                && !lengths
+                && excluded.is_empty();
+            let complement = if alone {
+                match crate::regex::regex_complement(p, CharEncoding::JsonString) {
+                    Ok(c) => c,
+                    Err(mut d) => {
+                        d.pointer = Some(ptr.clone());
+                        return Err(d);
+                    }
+                }
+            } else {
+                None
+            };
+            return match complement {
+                Some(c) => Ok(quoted(c)),
+                None => {
+                    self.unsupported(
+                        ptr.clone(),
+                        "`not` of this pattern (only class repetitions, prefixes and search patterns of one class have an expressible complement, alone on a string)".into(),
+                    )?;
+                    Ok(self.shared(SharedRule::String))
+                }
+            };
         }
         if f.patterns.is_empty() && formats.is_empty() && !lengths {
             if excluded.is_empty() {
