@@ -244,8 +244,9 @@ fn join(base: &str, reference: &str) -> String {
         return format!("{}{reference}", &base[..scheme_end]);
     }
     let after_scheme = &base[scheme_end..];
+    // The authority ends at the first `/`, `?` or `#` (RFC 3986, 3.2).
     let authority_end = if let Some(rest) = after_scheme.strip_prefix("//") {
-        scheme_end + 2 + rest.find('/').unwrap_or(rest.len())
+        scheme_end + 2 + rest.find(['/', '?', '#']).unwrap_or(rest.len())
     } else {
         scheme_end
     };
@@ -253,7 +254,10 @@ fn join(base: &str, reference: &str) -> String {
     let merged = if reference.starts_with('/') {
         format!("{}{reference}", &base[..authority_end])
     } else {
-        let dir_end = path_base.rfind('/').map_or(authority_end, |i| (i + 1).max(authority_end));
+        let dir_end = path_base
+            .rfind('/')
+            .map_or(authority_end, |i| (i + 1).max(authority_end))
+            .min(path_base.len());
         let mut dir = path_base[..dir_end].to_string();
         if dir.len() == authority_end && authority_end > scheme_end {
             dir.push('/');
@@ -323,5 +327,9 @@ mod tests {
         assert_eq!(join("http://x.com/a/b.json", "#foo"), "http://x.com/a/b.json#foo");
         assert_eq!(join("http://x.com", "c.json"), "http://x.com/c.json");
         assert_eq!(join("urn:x:y", "#/a"), "urn:x:y#/a");
+        // A query right after the host ends the authority (was a slice past the end).
+        assert_eq!(join("http://x.com?q/a/b.json", "c.json"), "http://x.com/c.json");
+        assert_eq!(join("http://x.com?:1234/a", "/c.json"), "http://x.com/c.json");
+        assert_eq!(join("http://x.com#f", "c.json"), "http://x.com/c.json");
     }
 }
