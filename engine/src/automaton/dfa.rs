@@ -18,6 +18,36 @@ use crate::ids::{StateId, TokenSetId};
 use grammask_syntax::ir::RuleId;
 use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast hasher for the state sets of subset construction (vectors of small integers;
+/// no untrusted keys flood it: the sets come from the compiler's own automata).
+#[derive(Default)]
+struct SetHasher(u64);
+
+impl Hasher for SetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type SetMap<K> = HashMap<K, u32, BuildHasherDefault<SetHasher>>;
 
 /// No transition.
 pub(crate) const DEAD: u32 = u32::MAX;
@@ -284,7 +314,7 @@ fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa,
     let (class_of, n_classes) = byte_classes(nfa);
     let mut seen = vec![false; nfa.edges.len()];
     let mut sets: Vec<Vec<NfaState>> = Vec::new();
-    let mut index: HashMap<Vec<NfaState>, u32> = HashMap::new();
+    let mut index: SetMap<Vec<NfaState>> = SetMap::default();
     let mut start = vec![nfa.start];
     epsilon_closure(nfa, &mut start, &mut seen);
     index.insert(start.clone(), 0);
@@ -302,7 +332,7 @@ fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa,
     };
     let intern = |set: Vec<NfaState>,
                   sets: &mut Vec<Vec<NfaState>>,
-                  index: &mut HashMap<Vec<NfaState>, u32>|
+                  index: &mut SetMap<Vec<NfaState>>|
      -> Result<u32, DfaError> {
         if let Some(&i) = index.get(&set) {
             return Ok(i);
@@ -344,13 +374,22 @@ fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa,
             }
         }
         dfa.accepting.push(set.contains(&nfa.accept));
-        for targets in per_class.iter_mut() {
-            let t = if targets.is_empty() {
+        // Many classes step to the same NFA states: close and intern each distinct
+        // target once per state.
+        let mut distinct: Vec<(usize, u32)> = Vec::new();
+        for c in 0..per_class.len() {
+            let t = if per_class[c].is_empty() {
                 DEAD
+            } else if let Some(&(_, t)) =
+                distinct.iter().find(|(d, _)| per_class[*d] == per_class[c])
+            {
+                t
             } else {
-                let mut target = std::mem::take(targets);
+                let mut target = per_class[c].clone();
                 epsilon_closure(nfa, &mut target, &mut seen);
-                intern(target, &mut sets, &mut index)?
+                let t = intern(target, &mut sets, &mut index)?;
+                distinct.push((c, t));
+                t
             };
             dfa.trans.push(t);
         }
@@ -394,7 +433,7 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
         if deadline.exceeded() {
             return Err(DfaError::Timeout);
         }
-        let mut keys: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut keys: SetMap<Vec<u32>> = SetMap::default();
         let mut next_block = Vec::with_capacity(n);
         for s in 0..n {
             let mut sig = Vec::with_capacity(nc + 4);

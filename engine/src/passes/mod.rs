@@ -37,7 +37,7 @@ impl Default for PassConfig {
         PassConfig {
             inline_max_rule_size: 4_000,
             inline_max_caller_size: 40_000,
-            inline_max_total: 1_000_000,
+            inline_max_total: 200_000,
         }
     }
 }
