@@ -17,6 +17,26 @@
 //!   nesting of one schema, which [`JsonSchemaOptions::max_depth`] limits.
 //! - [`flat`] merges `allOf`, `$ref` with siblings and trivial conditionals into one
 //!   flat schema; `anyOf`/`oneOf` are distributed over the flat schema's other keywords.
+//!   A merge of several subschemas becomes a rule of its own, so a schema recursive
+//!   through `allOf` (or a `$ref` with siblings) becomes a recursive rule.
+//! - Conditions become choices. `not S` (`negate.rs`) is the choice between the ways a
+//!   value fails `S`: another type, not one of its `enum` values, or failing one keyword
+//!   of the value's type (`minLength: 3` fails with at most 2 characters, `required`
+//!   with a missing property, `properties` with a property whose value fails, `pattern`
+//!   with the pattern's complement where [`crate::regex::regex_complement`] states it,
+//!   `anyOf` with every branch failing). A `oneOf` whose branches are not provably
+//!   disjoint (by type, const/enum values or a discriminating property) gives each branch
+//!   the `not` of the branches it may overlap. `if`/`then`/`else` is (`if` and `then`)
+//!   or (`not if` and `else`); a dependency of an optional property (`dependentRequired`,
+//!   `dependentSchemas`, draft-04 `dependencies`) is (property absent) or (property
+//!   present and what it brings); `minProperties: 1` beside optional properties is a
+//!   choice of the first property present. Each alternative counts against
+//!   [`MAX_BRANCHES`], and everything built against [`MAX_CONVERTED_NODES`].
+//! - `minLength`/`maxLength` beside a `pattern` or a `format` fold into it when they
+//!   bound its one variable-length part ([`crate::regex::regex_to_ir_with_length`]); and
+//!   `patternProperties` beside other keys use the pattern's complement for those keys.
+//! - `const`/`enum` values are checked against the other keywords (objects, arrays and
+//!   combinators included), so only the values the schema accepts are written.
 //! - `types` compiles a flat schema per JSON type, [`numbers`] builds exact digit-range
 //!   grammars for numeric bounds, `formats` the `format` grammars, and [`shared`] the
 //!   rules every schema shares (`ws`, `json-string`, `json-number`, `json-value`, ...).
