@@ -333,3 +333,21 @@ fn min_properties_one_beside_optional_properties() {
         }
     }
 }
+
+#[test]
+fn drafts_before_07_ignore_if_then_else() {
+    let draft04 = json!({
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "if": {"type": "string"}, "then": {"minLength": 3}
+    });
+    let c = json_schema_to_grammar(&draft04, &options()).unwrap();
+    assert!(ReferenceMatcher::new(&c.grammar).matches("\"a\""));
+    assert!(c.warnings.iter().any(|w| w.pointer.as_deref() == Some("/if")), "{:?}", c.warnings);
+    let draft07 = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "if": {"type": "string"}, "then": {"minLength": 3}
+    });
+    let g = compile(&draft07);
+    assert!(!accepts(&g, &json!("a")));
+    assert!(accepts(&g, &json!("abc")));
+}

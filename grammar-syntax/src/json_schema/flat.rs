@@ -701,6 +701,16 @@ impl<'a> Converter<'a> {
                     flat.groups.push(Group { branches, exclusive: key == "oneOf", ptr: kp });
                 }
                 "not" => flat.nots.push(sub_of(v, kp)),
+                "if" if self.no_conditionals => {
+                    let w = Diagnostic::at_pointer(
+                        kp,
+                        "`if` is not a keyword of this schema's draft (it arrived in draft-07); ignored",
+                    )
+                    .into_warning();
+                    if !self.warnings.contains(&w) {
+                        self.warnings.push(w);
+                    }
+                }
                 "if" => match v {
                     Value::Bool(true) => {
                         if let Some(t) = obj.get("then") {

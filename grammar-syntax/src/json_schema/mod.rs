@@ -267,8 +267,14 @@ pub fn json_schema_to_grammar(
         Some(s) => ["draft-03", "draft-04"].iter().any(|d| s.contains(d)),
         None => false,
     };
+    // `if`/`then`/`else` arrived in draft-07: earlier drafts ignore them as unknown.
+    let no_conditionals = match schema.get("$schema").and_then(Value::as_str) {
+        Some(s) => ["draft-03", "draft-04", "draft-06"].iter().any(|d| s.contains(d)),
+        None => false,
+    };
     let mut conv = Converter {
         plain_integers,
+        no_conditionals,
         opts,
         b: GrammarBuilder::new(),
         warnings,
@@ -313,6 +319,8 @@ pub(crate) struct Converter<'a> {
     pub(crate) legacy_refs: bool,
     /// Integers are written without fraction or exponent (drafts 03 and 04).
     pub(crate) plain_integers: bool,
+    /// `if`/`then`/`else` are unknown keywords (drafts 03 to 06).
+    pub(crate) no_conditionals: bool,
     /// Alternatives created by distributing `anyOf`/`oneOf` so far.
     pub(crate) branches: usize,
     /// IR nodes built so far (see [`MAX_CONVERTED_NODES`]).
