@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod adversarial;
+pub mod engines;
 pub mod maskbench;
 pub mod stats;
 pub mod tokenize;

@@ -21,17 +21,21 @@
 //! `maxItems` / `maxLength` bounds from 10 to 10000.
 
 use clap::{Parser, Subcommand};
-use grammask::{bitmask_len, get_bit, Compiler, GrammarFormat, Matcher, Vocabulary};
+use grammask::{GrammarFormat, Vocabulary};
+use grammask_bench::engines::{self, eos_of, walk_tokens, Source};
 use grammask_bench::stats::Summary;
 use grammask_bench::tokenize::TextTokenizer;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 mod adversarial_cmd;
 mod extract;
 
 mod maskbench_cmd;
+mod plot;
 mod scaling;
+mod timing;
 
 #[derive(Parser)]
 #[command(name = "grammask-bench", about = "Measurements of grammask")]
@@ -47,8 +51,15 @@ enum Command {
     /// Per-step mask times while walking a document's tokens.
     Steps {
         /// Grammar file (.gbnf, .ebnf, .regex).
-        #[arg(long)]
-        grammar: String,
+        #[arg(long, required_unless_present = "builtin")]
+        grammar: Option<String>,
+        /// A built-in grammar instead: `json` (any JSON value; for llguidance its JSON
+        /// schema `{}`).
+        #[arg(long, conflicts_with = "grammar")]
+        builtin: Option<String>,
+        /// Engines, comma-separated: grammask, llguidance (peers need `--features peers`).
+        #[arg(long, default_value = "grammask")]
+        engines: String,
         /// Vocabulary: o200k, cl100k, or a tokenizer.json path.
         #[arg(long)]
         vocab: String,
@@ -70,9 +81,33 @@ enum Command {
         /// Write the counts (and every case) to this JSON file.
         #[arg(long)]
         json: Option<PathBuf>,
-        /// Only the first N files (by name).
+        /// Only the first N files (by name, after `--sample`).
         #[arg(long)]
         limit: Option<usize>,
+        /// Only every K-th file (by name: files 0, K, 2K, ...).
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Time compile, first mask and every mask on this vocabulary (o200k, cl100k or a
+        /// tokenizer.json), walking each valid instance tokenized by its real tokenizer.
+        #[arg(long)]
+        vocab: Option<String>,
+        /// Engines to time, comma-separated: grammask, llguidance, outlines (the peers need
+        /// `--features peers`).
+        #[arg(long, default_value = "grammask", requires = "vocab")]
+        engines: String,
+        /// Timing jobs run at once (each in worker processes of its own).
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Address-space cap of each timing worker, MiB (0: none).
+        #[arg(long, default_value_t = 8192)]
+        mem_mb: u64,
+        /// Write the vocabulary, schemas and token sequences walked (JSONL), for
+        /// `bench-suite/scripts/xgrammar_steps.py`.
+        #[arg(long, requires = "vocab")]
+        export_steps: Option<PathBuf>,
+        /// Write every (schema, engine) answer with its step times (JSONL).
+        #[arg(long, requires = "vocab")]
+        details: Option<PathBuf>,
         /// Only files whose name contains this.
         #[arg(long)]
         filter: Option<String>,
@@ -100,6 +135,37 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Plots the per-step mask time distribution (CDF, log time axis) of each engine of
+    /// a `maskbench --vocab` result (and of `--extra` results, such as XGrammar's).
+    Plot {
+        /// The result JSON (`maskbench --json`).
+        result: PathBuf,
+        /// More result files with an `engines` object (xgrammar_steps.py's output).
+        #[arg(long)]
+        extra: Vec<PathBuf>,
+        /// Output SVG.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// (internal) A timing worker: answers one job per stdin line.
+    #[command(hide = true)]
+    Worker {
+        #[arg(long)]
+        engine: String,
+        #[arg(long)]
+        vocab: String,
+        #[arg(long, default_value_t = 0)]
+        mem_mb: u64,
+    },
+}
+
+/// Engine names from a comma-separated list, grammask first when present.
+fn engine_list(list: &str) -> Vec<String> {
+    let mut v: Vec<String> =
+        list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    v.sort_by_key(|e| e != "grammask");
+    v.dedup();
+    v
 }
 
 fn main() {
@@ -111,8 +177,19 @@ fn main() {
                 1
             }
         },
-        Command::Steps { grammar, vocab, text, runs, json } => {
-            match steps(&grammar, &vocab, &text, runs.max(1), json) {
+        Command::Steps { grammar, builtin, engines, vocab, text, runs, json } => {
+            let source = match (grammar, builtin) {
+                (_, Some(b)) if b == "json" => {
+                    Ok(("builtin:json".to_string(), Source::BuiltinJson))
+                }
+                (_, Some(b)) => Err(format!("unknown built-in grammar `{b}` (built-ins: json)")),
+                (Some(g), None) => grammar_source(&g).map(|s| (g, s)),
+                (None, None) => Err("--grammar or --builtin".to_string()),
+            };
+            let result = source.and_then(|(name, source)| {
+                steps(&name, &source, &engine_list(&engines), &vocab, &text, runs.max(1), json)
+            });
+            match result {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("grammask-bench: {e}");
@@ -120,11 +197,39 @@ fn main() {
                 }
             }
         }
-        Command::Maskbench { data, json, limit, filter, timeout, check, verbose, progress } => {
+        Command::Maskbench {
+            data,
+            json,
+            limit,
+            sample,
+            vocab,
+            engines,
+            jobs,
+            mem_mb,
+            export_steps,
+            details,
+            filter,
+            timeout,
+            check,
+            verbose,
+            progress,
+        } => {
+            let timing = vocab.map(|vocab| timing::TimingOptions {
+                vocab,
+                engines: engine_list(&engines),
+                jobs,
+                deadline: std::time::Duration::from_secs_f64(timeout),
+                mem_mb,
+                export_steps,
+                details,
+                progress,
+            });
             let opts = maskbench_cmd::Options {
                 data,
                 json,
                 limit,
+                sample,
+                timing,
                 filter,
                 timeout: std::time::Duration::from_secs_f64(timeout),
                 check,
@@ -147,76 +252,97 @@ fn main() {
                 1
             }
         },
+        Command::Plot { result, extra, out } => match plot::run(&result, &extra, &out) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("grammask-bench: {e}");
+                1
+            }
+        },
+        Command::Worker { engine, vocab, mem_mb } => timing::worker_main(&engine, &vocab, mem_mb),
     };
     std::process::exit(code);
 }
 
+/// A grammar file as a [`Source`] (each engine parses the text; the peers take GBNF).
+fn grammar_source(path: &str) -> Result<Source, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let format = GrammarFormat::from_path(Path::new(path))
+        .ok_or_else(|| format!("{path}: unknown extension"))?;
+    Ok(Source::Grammar { text, format })
+}
+
 fn steps(
     grammar: &str,
+    source: &Source,
+    engine_names: &[String],
     vocab_spec: &str,
     text: &str,
     runs: usize,
     json: bool,
 ) -> Result<(), String> {
-    let source = std::fs::read_to_string(grammar).map_err(|e| format!("{grammar}: {e}"))?;
-    let format = GrammarFormat::from_path(Path::new(grammar))
-        .ok_or_else(|| format!("{grammar}: unknown extension"))?;
-    let parsed =
-        grammask::parse_grammar(&source, format, "root").map_err(|d| d.render(grammar, &source))?;
     let document = std::fs::read_to_string(text).map_err(|e| format!("{text}: {e}"))?;
-    let vocab = Vocabulary::load(vocab_spec).map_err(|e| e.to_string())?;
+    let vocab = Arc::new(Vocabulary::load(vocab_spec).map_err(|e| e.to_string())?);
+    let eos = eos_of(&vocab)?;
     let tokens = TextTokenizer::load(vocab_spec)?.encode(&document)?;
-    let compile_start = Instant::now();
-    let compiled =
-        Compiler::new(&vocab).compile_grammar(&parsed.grammar).map_err(|e| e.to_string())?;
-    let compile_us = compile_start.elapsed().as_secs_f64() * 1e6;
-    let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
-    let mut cold: Vec<f64> = Vec::new();
-    let mut warm: Vec<f64> = Vec::new();
-    let stop = vocab.stop_tokens().first().copied();
-    for run in 0..runs {
-        let mut matcher = Matcher::new(compiled.clone());
-        let walk = tokens.iter().copied().chain(stop);
-        for (step, id) in walk.enumerate() {
-            let t = Instant::now();
-            matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
-            let us = t.elapsed().as_secs_f64() * 1e6;
+    let mut out = serde_json::Map::new();
+    for name in engine_names {
+        let mut engine = engines::build(name, &vocab)?;
+        let compile_start = Instant::now();
+        let compiled = engine.compile(source, false).map_err(|e| format!("{name}: {e}"))?;
+        let compile_us = compile_start.elapsed().as_secs_f64() * 1e6;
+        let mut cold: Vec<f64> = Vec::new();
+        let mut warm: Vec<f64> = Vec::new();
+        for run in 0..runs {
+            let walk = walk_tokens(compiled.as_ref(), &tokens, eos);
+            if let Some(r) = walk.refused {
+                return Err(format!(
+                    "{name}: step {}: token {} refused: {}",
+                    r.step, r.token, r.reason
+                ));
+            }
             if run == 0 {
-                cold.push(us)
+                cold = walk.steps_us
             } else {
-                warm.push(us)
+                warm.extend(walk.steps_us)
             }
-            if !get_bit(&mask, id) {
-                return Err(format!("step {step}: token {id} is not in the mask"));
+        }
+        let (cold_s, warm_s) = (Summary::of(&cold), Summary::of(&warm));
+        let cache = compiled.mask_cache_bytes();
+        if json {
+            out.insert(
+                name.clone(),
+                serde_json::json!({
+                    "compile_us": compile_us.round(), "ttfm_us": (compile_us + cold[0]).round(),
+                    "cold_mask_us": cold_s.to_json(), "warm_mask_us": warm_s.to_json(),
+                    "mask_cache_bytes": cache,
+                }),
+            );
+        } else {
+            println!("{name}: {grammar} on {vocab_spec}, {} tokens (+EOS)", tokens.len());
+            println!("  compile {:.0} µs, first mask {:.0} µs", compile_us, cold[0]);
+            let show = |label: &str, s: &Summary| {
+                println!(
+                    "  {label}: mean {:.1} µs, p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} ({} steps)",
+                    s.mean, s.p50, s.p99, s.p999, s.max, s.count
+                )
+            };
+            show("cold run", &cold_s);
+            show("warm runs", &warm_s);
+            if let Some(bytes) = cache {
+                println!("  mask cache: {} KiB", bytes / 1024);
             }
-            matcher.accept_token(id).map_err(|e| format!("step {step}: {e}"))?;
         }
     }
-    let (cold_s, warm_s) = (Summary::of(&cold), Summary::of(&warm));
     if json {
-        let out = serde_json::json!({
+        let mut value = serde_json::json!({
             "grammar": grammar, "vocab": vocab_spec, "tokens": tokens.len(),
-            "compile_us": compile_us.round(), "ttfm_us": (compile_us + cold[0]).round(),
-            "cold_mask_us": cold_s.to_json(), "warm_mask_us": warm_s.to_json(),
-            "mask_cache_bytes": compiled.mask_cache_memory(),
         });
-        println!("{out}");
-    } else {
-        println!(
-            "{grammar} on {vocab_spec}: {} tokens, {} automaton states",
-            tokens.len(),
-            compiled.num_states()
-        );
-        println!("compile {:.0} µs, first mask {:.0} µs", compile_us, cold[0]);
-        let show = |name: &str, s: &Summary| {
-            println!(
-                "{name}: mean {:.1} µs, p50 {:.1}, p99 {:.1}, max {:.1} ({} steps)",
-                s.mean, s.p50, s.p99, s.max, s.count
-            )
-        };
-        show("cold run", &cold_s);
-        show("warm runs", &warm_s);
-        println!("mask cache: {} KiB", compiled.mask_cache_memory() / 1024);
+        if let Some(g) = out.get("grammask").and_then(|g| g.as_object()) {
+            value.as_object_mut().expect("object").extend(g.clone());
+        }
+        value["engines"] = serde_json::Value::Object(out);
+        println!("{value}");
     }
     Ok(())
 }

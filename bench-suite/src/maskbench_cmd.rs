@@ -11,17 +11,23 @@ pub struct Options {
     pub data: PathBuf,
     pub json: Option<PathBuf>,
     pub limit: Option<usize>,
+    pub sample: Option<usize>,
     pub filter: Option<String>,
     pub timeout: Duration,
     pub check: bool,
     pub verbose: bool,
     pub progress: bool,
+    /// The timing run on a real vocabulary (`--vocab`), when asked.
+    pub timing: Option<crate::timing::TimingOptions>,
 }
 
 /// Runs every file; returns the exit code.
 pub fn run(opts: &Options) -> Result<i32, String> {
     let mut files = list_files(&opts.data, opts.filter.as_deref())
         .map_err(|e| format!("{}: {e}", opts.data.display()))?;
+    if let Some(k) = opts.sample.filter(|&k| k > 1) {
+        files = files.into_iter().step_by(k).collect();
+    }
     if let Some(n) = opts.limit {
         files.truncate(n);
     }
@@ -56,10 +62,23 @@ pub fn run(opts: &Options) -> Result<i32, String> {
         rayon::current_num_threads(),
         totals.compile_ms / 1e3
     );
+    let timing = match &opts.timing {
+        Some(t) => {
+            let value = crate::timing::run(&files, t)?;
+            print_timing(&value);
+            Some(value)
+        }
+        None => None,
+    };
     if let Some(out) = &opts.json {
         let mut value = totals.to_json();
         if let Some(obj) = value.as_object_mut() {
             obj.insert("wall_s".into(), serde_json::json!(elapsed.as_secs_f64().round()));
+            obj.insert("files_run".into(), serde_json::json!(files.len()));
+            obj.insert("sample_every".into(), serde_json::json!(opts.sample.unwrap_or(1)));
+            if let Some(serde_json::Value::Object(t)) = timing {
+                obj.extend(t);
+            }
         }
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -151,5 +170,47 @@ fn print_table(totals: &Totals, verbose: bool) {
     println!("\nslowest compiles:");
     for (ms, file) in &totals.slowest {
         println!("  {ms:>9.1} ms  {file}");
+    }
+}
+
+fn print_timing(v: &serde_json::Value) {
+    let us = |s: &serde_json::Value| {
+        format!(
+            "mean {:>9.1} p50 {:>9.1} p99 {:>9.1} p99.9 {:>9.1} max {:>10.1}",
+            s["mean"].as_f64().unwrap_or(0.0),
+            s["p50"].as_f64().unwrap_or(0.0),
+            s["p99"].as_f64().unwrap_or(0.0),
+            s["p999"].as_f64().unwrap_or(0.0),
+            s["max"].as_f64().unwrap_or(0.0)
+        )
+    };
+    println!(
+        "\ntiming on {} ({} schemas, {} s):",
+        v["vocab"], v["timing_schemas"], v["timing_wall_s"]
+    );
+    if let Some(engines) = v["engines"].as_object() {
+        for (name, e) in engines {
+            println!(
+                "{name}: compiled {} refused {} timeouts {} crashes {}; instances {} (refused a token: {})",
+                e["compiled"], e["refused"], e["timeouts"], e["crashes"], e["instances_walked"],
+                e["instances_with_refused_token"]
+            );
+            println!("  mask µs       {}", us(&e["mask_us"]));
+            println!("  ttfm µs       {}", us(&e["ttfm_us"]));
+            println!("  ttfm warm µs  {}", us(&e["ttfm_warm_us"]));
+        }
+    }
+    if let Some(pairs) = v["pairs"].as_object() {
+        for (peer, p) in pairs {
+            println!(
+                "grammask vs {peer} over {} schemas both compiled, {} instances both walked:",
+                p["schemas"], p["instances"]
+            );
+            println!("  grammask mask {}", us(&p["grammask"]["mask_us"]));
+            println!("  {peer:<8} mask {}", us(&p["peer"]["mask_us"]));
+            println!("  grammask ttfm {}", us(&p["grammask"]["ttfm_us"]));
+            println!("  {peer:<8} ttfm {}", us(&p["peer"]["ttfm_us"]));
+            println!("  ratios grammask/{peer}: {}", p["ratio_grammask_over_peer"]);
+        }
     }
 }
