@@ -278,17 +278,70 @@ mod peers {
         }
     }
 
-    /// llama.cpp's GBNF written as llguidance's lark: llguidance reads `::=` rules, but
-    /// its lark has no empty alternative, so `ws ::= | " " | ...` becomes an optional group.
+    /// llama.cpp's GBNF written as llguidance's lark: comments dropped, each rule on one
+    /// line as `name: body`, character classes `[...]` as lark regexes `/[...]/`, and the empty
+    /// alternative (`ws ::= | " " | ...`, which lark has not) as an optional group.
     pub fn gbnf_for_llguidance(text: &str) -> String {
-        text.lines()
-            .map(|line| match line.split_once("::=") {
-                Some((head, body)) if body.trim_start().starts_with('|') => {
-                    let rest = body.trim_start().trim_start_matches('|');
-                    format!("{head}::= ({rest})?")
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => {
+                    out.push(c);
+                    while let Some(d) = chars.next() {
+                        out.push(d);
+                        if d == '\\' {
+                            out.extend(chars.next());
+                        } else if d == '"' {
+                            break;
+                        }
+                    }
                 }
-                _ => line.to_string(),
-            })
+                '[' => {
+                    out.push_str("/[");
+                    while let Some(d) = chars.next() {
+                        match d {
+                            '\\' => {
+                                out.push(d);
+                                out.extend(chars.next());
+                            }
+                            '/' => out.push_str("\\/"),
+                            ']' => {
+                                out.push_str("]/");
+                                break;
+                            }
+                            _ => out.push(d),
+                        }
+                    }
+                }
+                '#' => {
+                    while chars.peek().is_some_and(|&d| d != '\n') {
+                        chars.next();
+                    }
+                }
+                _ => out.push(c),
+            }
+        }
+        let mut rules: Vec<String> = Vec::new();
+        for line in out.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            match rules.last_mut() {
+                Some(rule) if !line.contains("::=") => {
+                    rule.push(' ');
+                    rule.push_str(line);
+                }
+                _ => rules.push(line.to_string()),
+            }
+        }
+        // lark starts at `start`; GBNF at `root`.
+        let start = std::iter::once("start: root".to_string());
+        start
+            .chain(rules.into_iter().map(|rule| match rule.split_once("::=") {
+                Some((head, body)) if body.trim_start().starts_with('|') => {
+                    format!("{}: ({})?", head.trim(), body.trim_start().trim_start_matches('|'))
+                }
+                Some((head, body)) => format!("{}: {}", head.trim(), body.trim()),
+                None => rule,
+            }))
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -450,3 +503,61 @@ mod peers {
 
 #[cfg(feature = "peers")]
 pub use peers::gbnf_for_llguidance;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes `a`, `b`, `ab`, EOS (id 3, special), `"`.
+    fn vocab() -> Arc<Vocabulary> {
+        let tokens = [&b"a"[..], b"b", b"ab", b"</s>", b"\""].map(<[u8]>::to_vec).to_vec();
+        Arc::new(Vocabulary::from_byte_tokens(tokens, &[3], &[3], None).expect("vocabulary"))
+    }
+
+    fn gbnf(text: &str) -> Source {
+        Source::Grammar { text: text.to_string(), format: grammask::GrammarFormat::Gbnf }
+    }
+
+    #[test]
+    fn grammask_walk_times_every_step_and_records_a_refused_token() {
+        let vocab = vocab();
+        let eos = eos_of(&vocab).expect("eos");
+        let mut engine = build("grammask", &vocab).expect("engine");
+        let compiled = engine.compile(&gbnf("root ::= \"ab\" \"a\"*"), false).expect("compiles");
+        let ok = walk_tokens(compiled.as_ref(), &[2, 0], eos);
+        assert_eq!((ok.steps_us.len(), ok.refused), (3, None));
+        let bad = walk_tokens(compiled.as_ref(), &[0, 0], eos);
+        assert_eq!(bad.steps_us.len(), 2);
+        let refused = bad.refused.expect("refused");
+        assert_eq!((refused.step, refused.token), (1, 0));
+        // EOS before the grammar can end is refused too.
+        let early = walk_tokens(compiled.as_ref(), &[0], eos);
+        assert_eq!(early.refused.map(|r| (r.step, r.token)), Some((1, eos)));
+        assert!(compiled.mask_cache_bytes().is_some());
+        assert!(engine.compile(&gbnf("root ::= ("), true).is_err());
+    }
+
+    #[test]
+    fn unknown_engines_are_refused() {
+        assert!(available("grammask"));
+        assert!(build("nonesuch", &vocab()).is_err());
+    }
+
+    #[cfg(feature = "peers")]
+    #[test]
+    fn peers_walk_the_same_tokens() {
+        let vocab = vocab();
+        let eos = eos_of(&vocab).expect("eos");
+        let schema = serde_json::json!({"type": "string", "enum": ["ab", "aa"]});
+        for name in ["llguidance", "outlines"] {
+            let mut engine = build(name, &vocab).expect("engine");
+            let compiled = engine.compile(&Source::JsonSchema(schema.clone()), false).unwrap();
+            let ok = walk_tokens(compiled.as_ref(), &[4, 2, 4], eos);
+            assert_eq!((ok.steps_us.len(), ok.refused), (4, None), "{name}");
+            let bad = walk_tokens(compiled.as_ref(), &[4, 1, 4], eos);
+            assert_eq!(bad.refused.map(|r| (r.step, r.token)), Some((1, 1)), "{name}");
+        }
+        let lark = gbnf_for_llguidance("root ::= x # c\nx ::=\n  | [a-b]\n");
+        assert_eq!(lark, "start: root\nroot: x\nx: ( /[a-b]/)?");
+    }
+}

@@ -72,6 +72,14 @@ enum Command {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Write the vocabulary, the grammar and the token sequence walked (JSONL), for
+        /// `bench-suite/scripts/xgrammar_steps.py`.
+        #[arg(long)]
+        export_steps: Option<PathBuf>,
+        /// Drop the document's trailing whitespace (for grammars that end at the value,
+        /// like the built-in JSON).
+        #[arg(long)]
+        trim_end: bool,
     },
     /// Counts over a MaskBench directory: compiled, refused, right and wrong answers.
     Maskbench {
@@ -177,7 +185,17 @@ fn main() {
                 1
             }
         },
-        Command::Steps { grammar, builtin, engines, vocab, text, runs, json } => {
+        Command::Steps {
+            grammar,
+            builtin,
+            engines,
+            vocab,
+            text,
+            runs,
+            json,
+            export_steps,
+            trim_end,
+        } => {
             let source = match (grammar, builtin) {
                 (_, Some(b)) if b == "json" => {
                     Ok(("builtin:json".to_string(), Source::BuiltinJson))
@@ -187,7 +205,9 @@ fn main() {
                 (None, None) => Err("--grammar or --builtin".to_string()),
             };
             let result = source.and_then(|(name, source)| {
-                steps(&name, &source, &engine_list(&engines), &vocab, &text, runs.max(1), json)
+                let list = engine_list(&engines);
+                let export = export_steps;
+                steps(&name, &source, &list, &vocab, &text, runs.max(1), json, export, trim_end)
             });
             match result {
                 Ok(()) => 0,
@@ -272,6 +292,7 @@ fn grammar_source(path: &str) -> Result<Source, String> {
     Ok(Source::Grammar { text, format })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn steps(
     grammar: &str,
     source: &Source,
@@ -280,11 +301,25 @@ fn steps(
     text: &str,
     runs: usize,
     json: bool,
+    export_steps: Option<PathBuf>,
+    trim_end: bool,
 ) -> Result<(), String> {
-    let document = std::fs::read_to_string(text).map_err(|e| format!("{text}: {e}"))?;
+    let mut document = std::fs::read_to_string(text).map_err(|e| format!("{text}: {e}"))?;
+    if trim_end {
+        document.truncate(document.trim_end().len());
+    }
     let vocab = Arc::new(Vocabulary::load(vocab_spec).map_err(|e| e.to_string())?);
     let eos = eos_of(&vocab)?;
     let tokens = TextTokenizer::load(vocab_spec)?.encode(&document)?;
+    if let Some(path) = export_steps {
+        let mut line = serde_json::json!({"file": grammar, "instances": [tokens]});
+        match source {
+            Source::BuiltinJson => line["builtin"] = "json".into(),
+            Source::Grammar { text, .. } => line["grammar"] = text.clone().into(),
+            Source::JsonSchema(schema) => line["schema"] = schema.clone(),
+        }
+        timing::write_export(&path, &vocab, eos, vocab_spec, &[line])?;
+    }
     let mut out = serde_json::Map::new();
     for name in engine_names {
         let mut engine = engines::build(name, &vocab)?;

@@ -516,7 +516,7 @@ fn write_lines(path: &std::path::Path, lines: &[Value]) -> Result<(), String> {
 
 /// The exported steps: a first line with the vocabulary (every id's bytes in base64, the
 /// special ids, EOS), then one line per schema with its token sequences.
-fn write_export(
+pub fn write_export(
     path: &std::path::Path,
     vocab: &Vocabulary,
     eos: u32,
