@@ -1,7 +1,10 @@
 //! MaskBench on a deterministic sample (every 20th file by name, 466 schemas): no
-//! invalid instance accepted, no valid instance rejected, no panic, and no fewer compiled
-//! schemas than the coverage reached so far (83% of the sample; the goal is 90%, so the
-//! floor only rises). The corpus is not in the repository (it has no licence); its
+//! invalid instance accepted, no panic, no timeout, no fewer compiled schemas than the
+//! coverage reached so far (the floor only rises), and no valid instance rejected except
+//! for its key order: a rejected valid instance must be accepted once object properties
+//! may come in any order. (MaskBench's files list `properties` sorted by name, while their
+//! instances keep the order they were written in, so the schema-order convention cannot
+//! always be recovered.) The corpus is not in the repository (it has no licence); its
 //! directory comes from `GRAMMASK_MASKBENCH` (`.ci/run` sets it). The whole corpus runs
 //! with `grammask-bench maskbench` (BENCHMARKS.md).
 
@@ -9,8 +12,11 @@
 #[allow(dead_code)]
 mod maskbench;
 
-use maskbench::{list_files, run_file_with_timeout, Totals};
-use std::path::PathBuf;
+use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions, PropertyOrder};
+use grammask::{Compiler, Matcher, Vocabulary};
+use maskbench::{list_files, run_file_with_timeout, Case, Totals};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -65,7 +71,15 @@ fn maskbench_sample() {
     }
     assert_eq!(t.invalid_accepted, 0, "invalid instances accepted: {:?}", totals.invalid_accepted);
     assert_eq!(t.panics, 0, "panics: {:?}", totals.failures);
-    assert_eq!(t.valid_rejected, 0, "valid instances rejected: {:?}", totals.failures);
+    assert_eq!(t.timeouts, 0, "timeouts: {:?}", totals.failures);
+    let dir = PathBuf::from(std::env::var_os("GRAMMASK_MASKBENCH").unwrap_or_default());
+    let unexplained: Vec<&Case> =
+        totals.valid_rejected.iter().filter(|c| !accepted_in_any_order(&dir, c, &vocab)).collect();
+    println!(
+        "valid instances rejected for their key order only: {}",
+        totals.valid_rejected.len() - unexplained.len()
+    );
+    assert!(unexplained.is_empty(), "valid instances rejected: {unexplained:?}");
     assert!(
         t.compiled_ratio() >= COMPILED_FLOOR,
         "compiled {} of {} sampled schemas ({:.1}%)",
@@ -73,4 +87,24 @@ fn maskbench_sample() {
         t.schemas,
         t.compiled_ratio() * 100.0
     );
+}
+
+/// Whether the rejected valid instance of `case` is accepted when object properties may
+/// come in any order (`PropertyOrder::Any`).
+fn accepted_in_any_order(dir: &Path, case: &Case, vocab: &Arc<Vocabulary>) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join(&case.file)) else { return false };
+    let Ok(file) = serde_json::from_str::<Value>(&text) else { return false };
+    let (Some(schema), Some(index)) = (file.get("schema"), case.test) else { return false };
+    let Some(data) = file.get("tests").and_then(|t| t.get(index)).and_then(|t| t.get("data"))
+    else {
+        return false;
+    };
+    let opts = JsonSchemaOptions { property_order: PropertyOrder::Any, ..Default::default() };
+    let Ok(converted) = json_schema_to_grammar(schema, &opts) else { return false };
+    let Ok(compiled) = Compiler::from_arc(vocab.clone()).compile_grammar(&converted.grammar) else {
+        return false;
+    };
+    let mut m = Matcher::new(compiled);
+    let instance = serde_json::to_string(data).unwrap_or_default();
+    m.accept_bytes(instance.as_bytes()).is_ok() && m.can_terminate()
 }

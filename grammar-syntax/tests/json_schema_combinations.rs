@@ -101,6 +101,14 @@ fn overlapping_one_of_accepts_values_of_exactly_one_branch() {
         json!([{"type": ["integer", "string"]}, {"type": ["string", "null"]}]),
         json!([{"type": "string"}, {"maxLength": 2}]),
         json!([{"enum": ["a", 1]}, {"type": "string"}]),
+        json!([
+            {"type": "object", "properties": {"a": {}}, "additionalProperties": false},
+            {"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": false}
+        ]),
+        json!([
+            {"properties": {"radius": {"type": "number"}}, "required": ["radius"], "additionalProperties": false},
+            {"properties": {"radius": {}, "length": {}, "width": {}}, "additionalProperties": false}
+        ]),
         json!([{"required": ["a"]}, {"required": ["b"]}, {"properties": {"a": {"type": "string"}}}]),
     ];
     let vals = values();

@@ -105,6 +105,9 @@ pub(crate) struct Flat<'a> {
     pub property_names: Vec<Sub<'a>>,
     pub min_properties: u64,
     pub max_properties: Option<u64>,
+    /// Each entry: the object has a key outside these names (from `not` of an object
+    /// part with `additionalProperties: false`).
+    pub key_outside: Vec<Vec<String>>,
     pub dependent_required: Vec<(String, Vec<String>, String)>,
     pub dependent_schemas: Vec<(String, Sub<'a>)>,
     pub unevaluated_properties: Option<Sub<'a>>,
@@ -150,6 +153,7 @@ impl<'a> Flat<'a> {
             property_names: Vec::new(),
             min_properties: 0,
             max_properties: None,
+            key_outside: Vec::new(),
             dependent_required: Vec::new(),
             dependent_schemas: Vec::new(),
             unevaluated_properties: None,
@@ -188,6 +192,7 @@ impl<'a> Flat<'a> {
             || !self.property_names.is_empty()
             || self.min_properties > 0
             || self.max_properties.is_some()
+            || !self.key_outside.is_empty()
             || !self.dependent_required.is_empty()
             || !self.dependent_schemas.is_empty()
             || self.unevaluated_properties.is_some()

@@ -37,6 +37,8 @@ pub(crate) enum Failure<'a> {
     Forbid(String, String),
     /// An object with this property, whose value fails the schema.
     PropertyFails(String, Sub<'a>),
+    /// An object with a key outside these names.
+    KeyOutside(Vec<String>),
     /// An object with at most this many properties.
     MaxProperties(u64),
     /// An object with at least this many properties.
@@ -94,6 +96,7 @@ impl<'a> Converter<'a> {
         }
         // Objects.
         if !nf.property_names.is_empty()
+            || !nf.key_outside.is_empty()
             || !nf.dependent_required.is_empty()
             || !nf.dependent_schemas.is_empty()
             || nf.unevaluated_properties.is_some()
@@ -101,8 +104,14 @@ impl<'a> Converter<'a> {
             return None;
         }
         for part in &nf.obj_parts {
-            if !part.patterns.is_empty() || part.additional.as_ref().is_some_and(|a| !a.is_true()) {
+            let closed = part.additional.as_ref().is_some_and(Sub::is_false);
+            if !part.patterns.is_empty()
+                || (!closed && part.additional.as_ref().is_some_and(|a| !a.is_true()))
+            {
                 return None;
+            }
+            if closed {
+                out.push(Failure::KeyOutside(part.props.iter().map(|(n, _)| n.clone()).collect()));
             }
             for (name, s) in &part.props {
                 if !s.is_true() {
@@ -197,6 +206,10 @@ impl<'a> Converter<'a> {
                     ptr: s.ptr.clone(),
                     ..ObjPart::default()
                 });
+            }
+            Failure::KeyOutside(names) => {
+                f.types &= types::OBJECT;
+                f.key_outside.push(names.clone());
             }
             Failure::MaxProperties(m) => {
                 f.types &= types::OBJECT;

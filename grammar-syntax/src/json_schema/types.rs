@@ -250,6 +250,9 @@ impl<'a> Converter<'a> {
         if f.never {
             return Ok(never());
         }
+        if let Some(alts) = self.split_key_outside(&mut f, depth)? {
+            return Ok(choice_or_never(alts));
+        }
         if let Some(alts) = self.split_min_properties(&f, depth)? {
             return Ok(choice_or_never(alts));
         }
@@ -369,6 +372,62 @@ impl<'a> Converter<'a> {
             }
         }
         Ok(())
+    }
+
+    /// "A key outside these names" where the object may only hold its listed properties
+    /// (some part has `additionalProperties: false` and no patterns): the first listed
+    /// property outside the names that is present is one of them, the ones before it
+    /// absent. Refused when other keys may occur too.
+    fn split_key_outside(
+        &mut self,
+        f: &mut Flat<'a>,
+        depth: usize,
+    ) -> Result<Option<Vec<Expr>>, Diagnostic> {
+        let Some(outside) = f.key_outside.pop() else { return Ok(None) };
+        if f.types & types::OBJECT == 0 {
+            return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
+        }
+        let closed = f
+            .obj_parts
+            .iter()
+            .any(|p| p.additional.as_ref().is_some_and(Sub::is_false) && p.patterns.is_empty());
+        if !closed {
+            self.unsupported(
+                f.ptr.clone(),
+                "`not` of `additionalProperties: false` where other keys may occur".into(),
+            )?;
+            return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
+        }
+        let mut names: Vec<String> = Vec::new();
+        for part in &f.obj_parts {
+            for (n, _) in &part.props {
+                if !names.contains(n) && !outside.contains(n) && !forbids(f, n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        let mut base = f.clone();
+        base.types = types::OBJECT;
+        let mut alts = Vec::new();
+        for name in &names {
+            self.count_branch(&f.ptr)?;
+            let mut g = base.clone();
+            if !g.required.contains(name) {
+                g.required.push(name.clone());
+            }
+            let alt = self.compile_flat(g, depth + 1)?;
+            self.charge(&alt, &f.ptr)?;
+            alts.push(alt);
+            let ptr = f.ptr.clone();
+            self.apply_failure(&mut base, &Failure::Forbid(name.clone(), ptr), depth)?;
+        }
+        if f.types != types::OBJECT {
+            let mut other = f.clone();
+            other.types &= !types::OBJECT;
+            other.key_outside.clear();
+            alts.push(self.compile_flat(other, depth + 1)?);
+        }
+        Ok(Some(alts))
     }
 
     /// `minProperties: 1` beside listed properties, none of them required: the first
@@ -731,6 +790,9 @@ impl<'a> Converter<'a> {
             || n < f.min_properties
             || f.max_properties.is_some_and(|m| n > m)
         {
+            return Ok(Some(false));
+        }
+        if f.key_outside.iter().any(|names| map.keys().all(|k| names.contains(k))) {
             return Ok(Some(false));
         }
         let mut result = Some(true);
