@@ -23,7 +23,7 @@ use std::time::Duration;
 /// One file in this many is run.
 const STRIDE: usize = 20;
 /// Share of the sampled schemas that must compile: the coverage reached, never lowered.
-const COMPILED_FLOOR: f64 = 0.83;
+const COMPILED_FLOOR: f64 = 0.92;
 
 #[test]
 fn maskbench_sample() {
@@ -90,7 +90,9 @@ fn maskbench_sample() {
 }
 
 /// Whether the rejected valid instance of `case` is accepted when object properties may
-/// come in any order (`PropertyOrder::Any`).
+/// come in any order (`PropertyOrder::Any`), or, where that grammar is too large, once the
+/// top-level keys are put in the schema's order (`properties`, then those only in
+/// `required`, then the others as they were).
 fn accepted_in_any_order(dir: &Path, case: &Case, vocab: &Arc<Vocabulary>) -> bool {
     let Ok(text) = std::fs::read_to_string(dir.join(&case.file)) else { return false };
     let Ok(file) = serde_json::from_str::<Value>(&text) else { return false };
@@ -99,8 +101,40 @@ fn accepted_in_any_order(dir: &Path, case: &Case, vocab: &Arc<Vocabulary>) -> bo
     else {
         return false;
     };
-    let opts = JsonSchemaOptions { property_order: PropertyOrder::Any, ..Default::default() };
-    let Ok(converted) = json_schema_to_grammar(schema, &opts) else { return false };
+    let any = JsonSchemaOptions { property_order: PropertyOrder::Any, ..Default::default() };
+    if accepts(schema, &any, data, vocab) {
+        return true;
+    }
+    let (Some(object), Some(Value::Object(props))) = (data.as_object(), schema.get("properties"))
+    else {
+        return false;
+    };
+    let required: Vec<&str> = match schema.get("required") {
+        Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let mut order: Vec<&str> = props.keys().map(String::as_str).collect();
+    order.extend(required.iter().filter(|r| !props.contains_key(**r)));
+    order.extend(object.keys().map(String::as_str));
+    let mut reordered = serde_json::Map::new();
+    for key in order {
+        if let Some(v) = object.get(key) {
+            if !reordered.contains_key(key) {
+                reordered.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+    accepts(schema, &JsonSchemaOptions::default(), &Value::Object(reordered), vocab)
+}
+
+/// Whether the schema, converted with `opts`, accepts `data` written compactly.
+fn accepts(
+    schema: &Value,
+    opts: &JsonSchemaOptions,
+    data: &Value,
+    vocab: &Arc<Vocabulary>,
+) -> bool {
+    let Ok(converted) = json_schema_to_grammar(schema, opts) else { return false };
     let Ok(compiled) = Compiler::from_arc(vocab.clone()).compile_grammar(&converted.grammar) else {
         return false;
     };
