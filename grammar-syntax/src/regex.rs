@@ -672,6 +672,31 @@ pub fn regex_to_ir_with_length(
 /// fewest and most repetitions, and the repeated expression.
 type Repetition = (u64, u64, Option<u64>, Expr);
 
+/// The items of a top-level concatenation without its leading start anchors and trailing
+/// end anchors, and whether there were any.
+fn concat_items(hir: &Hir) -> (&[Hir], bool, bool) {
+    let mut items: &[Hir] = match hir.kind() {
+        HirKind::Concat(items) => items,
+        _ => std::slice::from_ref(hir),
+    };
+    let (mut start, mut end) = (false, false);
+    while let Some(HirKind::Look(l)) = items.first().map(Hir::kind) {
+        if !is_start(*l) {
+            break;
+        }
+        start = true;
+        items = &items[1..];
+    }
+    while let Some(HirKind::Look(l)) = items.last().map(Hir::kind) {
+        if !is_end(*l) {
+            break;
+        }
+        end = true;
+        items = &items[..items.len() - 1];
+    }
+    (items, start, end)
+}
+
 /// One part of a top-level concatenation.
 enum Part<'h> {
     Hir(&'h Hir),
@@ -733,25 +758,8 @@ impl Lowering<'_> {
             }
             _ => {}
         }
-        let mut items: &[Hir] = match hir.kind() {
-            HirKind::Concat(items) => items,
-            _ => std::slice::from_ref(hir),
-        };
-        let (mut start, mut end) = (whole_match, whole_match);
-        while let Some(HirKind::Look(l)) = items.first().map(Hir::kind) {
-            if !is_start(*l) {
-                break;
-            }
-            start = true;
-            items = &items[1..];
-        }
-        while let Some(HirKind::Look(l)) = items.last().map(Hir::kind) {
-            if !is_end(*l) {
-                break;
-            }
-            end = true;
-            items = &items[..items.len() - 1];
-        }
+        let (items, start, end) = concat_items(hir);
+        let (start, end) = (start || whole_match, end || whole_match);
         let mut parts: Vec<Part<'_>> = Vec::new();
         if !start {
             parts.push(Part::AnyStar);
@@ -861,25 +869,7 @@ pub fn regex_complement(pattern: &str, encoding: CharEncoding) -> Result<Option<
     while let HirKind::Capture(c) = h.kind() {
         h = &c.sub;
     }
-    let mut items: &[Hir] = match h.kind() {
-        HirKind::Concat(items) => items,
-        _ => std::slice::from_ref(h),
-    };
-    let (mut start, mut end) = (false, false);
-    while let Some(HirKind::Look(l)) = items.first().map(Hir::kind) {
-        if !is_start(*l) {
-            break;
-        }
-        start = true;
-        items = &items[1..];
-    }
-    while let Some(HirKind::Look(l)) = items.last().map(Hir::kind) {
-        if !is_end(*l) {
-            break;
-        }
-        end = true;
-        items = &items[..items.len() - 1];
-    }
+    let (items, start, end) = concat_items(h);
     if items.iter().any(|i| matches!(i.kind(), HirKind::Look(_))) {
         return Ok(None);
     }
