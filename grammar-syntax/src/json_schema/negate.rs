@@ -7,8 +7,10 @@
 //! string of at most 2 characters, `required: ["a"]` with an object without `a`,
 //! `properties: {"a": T}` with an object whose `a` fails `T`, `anyOf` with a value that
 //! fails every branch). Each failure narrows a copy of the schema being compiled; the
-//! copies are alternatives. Keywords whose failure a grammar cannot state (`pattern`,
-//! `multipleOf`, `items`, ...) make the `not` unsupported.
+//! copies are alternatives. A `pattern` fails with its complement where
+//! [`crate::regex::regex_complement`] writes it, `additionalProperties: false` with a key
+//! outside the list where the object may hold only listed keys. Keywords whose failure a
+//! grammar cannot state (`multipleOf`, `items`, `format`, ...) make the `not` unsupported.
 
 use super::flat::{tighten_lower, tighten_upper, types, Flat, ObjPart};
 use super::numbers::Bound;

@@ -408,19 +408,7 @@ impl<'a> Converter<'a> {
         }
         let mut base = f.clone();
         base.types = types::OBJECT;
-        let mut alts = Vec::new();
-        for name in &names {
-            self.count_branch(&f.ptr)?;
-            let mut g = base.clone();
-            if !g.required.contains(name) {
-                g.required.push(name.clone());
-            }
-            let alt = self.compile_flat(g, depth + 1)?;
-            self.charge(&alt, &f.ptr)?;
-            alts.push(alt);
-            let ptr = f.ptr.clone();
-            self.apply_failure(&mut base, &Failure::Forbid(name.clone(), ptr), depth)?;
-        }
+        let (mut alts, _) = self.first_present(base, &names, depth)?;
         if f.types != types::OBJECT {
             let mut other = f.clone();
             other.types &= !types::OBJECT;
@@ -428,6 +416,30 @@ impl<'a> Converter<'a> {
             alts.push(self.compile_flat(other, depth + 1)?);
         }
         Ok(Some(alts))
+    }
+
+    /// One alternative per name: that property present and the names before it absent.
+    /// Also returns `base` with every name absent.
+    fn first_present(
+        &mut self,
+        mut base: Flat<'a>,
+        names: &[String],
+        depth: usize,
+    ) -> Result<(Vec<Expr>, Flat<'a>), Diagnostic> {
+        let mut alts = Vec::with_capacity(names.len());
+        for name in names {
+            self.count_branch(&base.ptr)?;
+            let mut g = base.clone();
+            if !g.required.contains(name) {
+                g.required.push(name.clone());
+            }
+            let alt = self.compile_flat(g, depth + 1)?;
+            self.charge(&alt, &base.ptr)?;
+            alts.push(alt);
+            let ptr = base.ptr.clone();
+            self.apply_failure(&mut base, &Failure::Forbid(name.clone(), ptr), depth)?;
+        }
+        Ok((alts, base))
     }
 
     /// `minProperties: 1` beside listed properties, none of them required: the first
@@ -461,19 +473,12 @@ impl<'a> Converter<'a> {
         }
         let mut base = f.clone();
         base.types = types::OBJECT;
-        for name in &names {
-            self.count_branch(&f.ptr)?;
-            let mut g = base.clone();
-            g.required.push(name.clone());
-            g.min_properties = 0;
-            let alt = self.compile_flat(g, depth + 1)?;
-            self.charge(&alt, &f.ptr)?;
-            alts.push(alt);
-            let ptr = f.ptr.clone();
-            self.apply_failure(&mut base, &Failure::Forbid(name.clone(), ptr), depth)?;
-        }
+        base.min_properties = 0;
+        let (present, mut none) = self.first_present(base, &names, depth)?;
+        alts.extend(present);
         // No listed property: another key.
-        alts.push(self.compile_flat(base, depth + 1)?);
+        none.min_properties = 1;
+        alts.push(self.compile_flat(none, depth + 1)?);
         Ok(Some(alts))
     }
 
