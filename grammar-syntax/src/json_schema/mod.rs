@@ -329,13 +329,16 @@ pub(crate) struct Converter<'a> {
     memo: HashMap<Vec<(String, bool)>, Memo>,
 }
 
-/// A merged subschema's rule.
+/// A merged subschema, built once.
 struct Memo {
-    id: RuleId,
+    /// Its rule, declared when a visit refers to it.
+    id: Option<RuleId>,
+    /// Where it is (the rule's name).
+    ptr: String,
     /// The schema accepts nothing.
     never: bool,
-    /// Referred to by a visit after the first (recursion or reuse).
-    recursive: bool,
+    /// The body, until a rule holds it.
+    body: Option<Expr>,
 }
 
 impl<'a> Converter<'a> {
@@ -426,9 +429,9 @@ impl<'a> Converter<'a> {
     }
 
     /// The expression compiled by `build` for the merge of the subschemas in `key`, built
-    /// once as a rule: a visit while it is being built (recursion) refers to the rule; the
-    /// first visit gets the body itself unless it was recursive; a schema that accepts
-    /// nothing stays visible as such.
+    /// once: a visit while it is being built (recursion) or after (reuse) refers to a rule
+    /// holding it, declared only then; the first visit gets the body itself unless it was
+    /// recursive; a schema that accepts nothing stays visible as such.
     fn memo_rule(
         &mut self,
         key: Vec<(String, bool)>,
@@ -439,25 +442,39 @@ impl<'a> Converter<'a> {
             if entry.never {
                 return Ok(crate::regex::never());
             }
-            entry.recursive = true;
-            return Ok(Expr::Rule(entry.id));
-        }
-        let name = self.b.fresh_name(&rule_name(ptr));
-        let id = self.b.declare(&name);
-        self.memo.insert(key.clone(), Memo { id, never: false, recursive: false });
-        let body = build(self)?;
-        self.b.define(id, body.clone());
-        let Some(entry) = self.memo.get_mut(&key) else { return Ok(body) };
-        if crate::regex::is_never(&body) {
-            entry.never = true;
-            return Ok(body);
-        }
-        if entry.recursive {
+            let id = match entry.id {
+                Some(id) => id,
+                None => {
+                    let name = self.b.fresh_name(&rule_name(&entry.ptr));
+                    let id = self.b.declare(&name);
+                    entry.id = Some(id);
+                    id
+                }
+            };
+            if let Some(body) = entry.body.take() {
+                self.b.define(id, body);
+            }
             return Ok(Expr::Rule(id));
         }
-        // Later visits refer to the rule.
-        entry.recursive = true;
-        Ok(body)
+        self.memo
+            .insert(key.clone(), Memo { id: None, ptr: ptr.to_string(), never: false, body: None });
+        let body = build(self)?;
+        let Some(entry) = self.memo.get_mut(&key) else { return Ok(body) };
+        let never = crate::regex::is_never(&body);
+        entry.never = never;
+        match entry.id {
+            // Referred to while being built: the rule holds the body.
+            Some(id) => {
+                self.b.define(id, body.clone());
+                Ok(if never { body } else { Expr::Rule(id) })
+            }
+            None => {
+                if !never {
+                    entry.body = Some(body.clone());
+                }
+                Ok(body)
+            }
+        }
     }
 
     /// The expression of the conjunction of `parts` (any value when there are none).
