@@ -166,22 +166,40 @@ impl<'g> Run<'g> {
         let before = s.a.history_len();
         let ra = s.a.accept_token(id);
         let rb = s.b.accept_token(id);
-        if ra.is_ok() != rb.is_ok() {
-            return Err(format!("accept_token({id}): {ra:?} vs variant {rb:?}"));
-        }
-        if let Some(next) = &expected {
-            if next.is_some() != ra.is_ok() {
-                return Err(format!("accept_token({id}): {ra:?}, the reference disagrees"));
-            }
-        }
-        if ra.is_err() {
-            if s.a.history_len() != before {
-                return Err(format!("refused accept_token({id}) changed the history"));
-            }
-            return self.expect_recorded(s, &format!("refused accept_token({id})"));
+        if !self.check_accept(s, &format!("accept_token({id})"), &ra, &rb, &expected, before)? {
+            return Ok(());
         }
         let stop = self.vocab.is_stop(id);
         self.accepted(s, expected.flatten(), !stop)
+    }
+
+    /// Checks one accept call made on both matchers of `s`: they agree with each other
+    /// and with the reference (when it answered), and a refusal changed nothing.
+    /// `Ok(true)` when the call was accepted.
+    fn check_accept<T: std::fmt::Debug, E: std::fmt::Debug>(
+        &mut self,
+        s: &Slot<'g>,
+        what: &str,
+        ra: &Result<T, E>,
+        rb: &Result<T, E>,
+        expected: &Option<Option<RefState<'g>>>,
+        history_before: usize,
+    ) -> Result<bool, String> {
+        if ra.is_ok() != rb.is_ok() {
+            return Err(format!("{what}: {ra:?} vs variant {rb:?}"));
+        }
+        if let Some(next) = expected {
+            if next.is_some() != ra.is_ok() {
+                return Err(format!("{what}: {ra:?}, the reference disagrees"));
+            }
+        }
+        if ra.is_ok() {
+            return Ok(true);
+        }
+        if s.a.history_len() != history_before {
+            return Err(format!("refused {what} changed the history"));
+        }
+        self.expect_recorded(s, &format!("refused {what}")).map(|()| false)
     }
 
     fn accept_bytes(&mut self, s: &mut Slot<'g>, bytes: &[u8]) -> Result<(), String> {
@@ -199,19 +217,15 @@ impl<'g> Run<'g> {
         let before = s.a.history_len();
         let ra = s.a.accept_bytes(bytes);
         let rb = s.b.accept_bytes(bytes);
-        if ra.is_ok() != rb.is_ok() {
-            return Err(format!("accept_bytes({bytes:?}): {ra:?} vs variant {rb:?}"));
-        }
-        if let Some(next) = &expected {
-            if next.is_some() != ra.is_ok() {
-                return Err(format!("accept_bytes({bytes:?}): {ra:?}, the reference disagrees"));
-            }
-        }
-        if ra.is_err() {
-            if s.a.history_len() != before {
-                return Err(format!("refused accept_bytes({bytes:?}) changed the history"));
-            }
-            return self.expect_recorded(s, "refused accept_bytes");
+        if !self.check_accept(
+            s,
+            &format!("accept_bytes({bytes:?})"),
+            &ra,
+            &rb,
+            &expected,
+            before,
+        )? {
+            return Ok(());
         }
         self.accepted(s, expected.flatten(), true)
     }
