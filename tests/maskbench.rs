@@ -54,7 +54,7 @@ fn maskbench_sample() {
                     *n - 1
                 };
                 let Some(path) = files.get(i) else { break };
-                let report = run_file_with_timeout(path, &vocab, timeout);
+                let report = run_file_with_timeout(path, &vocab, &Default::default(), timeout);
                 totals.lock().unwrap().add(&report);
             });
         }

@@ -131,6 +131,10 @@ enum Command {
         /// Print each file's time on stderr as it finishes.
         #[arg(long)]
         progress: bool,
+        /// Convert schemas with object properties in any order (the counts; the timing
+        /// run keeps the default order).
+        #[arg(long)]
+        any_order: bool,
     },
     /// Compile time and automaton states against maxItems / maxLength bounds.
     Scaling,
@@ -233,6 +237,7 @@ fn main() {
             check,
             verbose,
             progress,
+            any_order,
         } => {
             let timing = vocab.map(|vocab| timing::TimingOptions {
                 vocab,
@@ -255,6 +260,14 @@ fn main() {
                 check,
                 verbose,
                 progress,
+                schema_options: grammask::syntax::json_schema::JsonSchemaOptions {
+                    property_order: if any_order {
+                        grammask::syntax::json_schema::PropertyOrder::Any
+                    } else {
+                        grammask::syntax::json_schema::PropertyOrder::Schema
+                    },
+                    ..Default::default()
+                },
             };
             match maskbench_cmd::run(&opts) {
                 Ok(code) => code,

@@ -1,7 +1,7 @@
 //! MaskBench runner: one schema file at a time, and the counts over a corpus.
 //!
 //! A MaskBench file is `{description, meta, schema, tests: [{description, valid, data}]}`.
-//! [`run_file`] converts the schema (default [`JsonSchemaOptions`]), compiles it for the
+//! [`run_file`] converts the schema (with the [`JsonSchemaOptions`] given), compiles it for the
 //! byte vocabulary, and matches every test instance serialized compactly by serde_json
 //! (keys in file order: the workspace enables `preserve_order`). [`run_file_with_timeout`]
 //! does that work on a worker thread, catching panics, and stops waiting after a timeout;
@@ -216,7 +216,7 @@ fn refusal_of(err: &CompileError) -> (String, String) {
 }
 
 /// Converts, compiles and matches one file, on the calling thread.
-pub fn run_file(path: &Path, vocab: &Arc<Vocabulary>) -> Outcome {
+pub fn run_file(path: &Path, vocab: &Arc<Vocabulary>, options: &JsonSchemaOptions) -> Outcome {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => return Outcome::Unreadable(e.to_string()),
@@ -229,7 +229,7 @@ pub fn run_file(path: &Path, vocab: &Arc<Vocabulary>) -> Outcome {
         return Outcome::Unreadable("no `schema` and `tests`".to_string());
     };
     let start = Instant::now();
-    let compiled = json_schema_to_grammar(schema, &JsonSchemaOptions::default())
+    let compiled = json_schema_to_grammar(schema, options)
         .map_err(CompileError::Grammar)
         .and_then(|c| Compiler::from_arc(vocab.clone()).compile_grammar(&c.grammar));
     let compiled = match compiled {
@@ -262,25 +262,27 @@ pub fn run_file(path: &Path, vocab: &Arc<Vocabulary>) -> Outcome {
 pub fn run_file_with_timeout(
     path: &Path,
     vocab: &Arc<Vocabulary>,
+    options: &JsonSchemaOptions,
     timeout: Duration,
 ) -> FileReport {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
     let subset = subset_of(&name);
     let (tx, rx) = std::sync::mpsc::channel();
-    let (worker_path, worker_vocab) = (path.to_path_buf(), vocab.clone());
+    let (worker_path, worker_vocab, options) = (path.to_path_buf(), vocab.clone(), options.clone());
     let spawned = std::thread::Builder::new()
         .name(format!("maskbench {name}"))
         .stack_size(64 << 20)
         .spawn(move || {
-            let outcome = std::panic::catch_unwind(|| run_file(&worker_path, &worker_vocab))
-                .unwrap_or_else(|payload| {
-                    let message = payload
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| payload.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panic".to_string());
-                    Outcome::Panicked(message)
-                });
+            let outcome =
+                std::panic::catch_unwind(|| run_file(&worker_path, &worker_vocab, &options))
+                    .unwrap_or_else(|payload| {
+                        let message = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "panic".to_string());
+                        Outcome::Panicked(message)
+                    });
             let _ = tx.send(outcome);
         });
     let outcome = match spawned {

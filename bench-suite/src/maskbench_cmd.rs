@@ -17,6 +17,8 @@ pub struct Options {
     pub check: bool,
     pub verbose: bool,
     pub progress: bool,
+    /// Conversion options (the default, or `--any-order`).
+    pub schema_options: grammask::syntax::json_schema::JsonSchemaOptions,
     /// The timing run on a real vocabulary (`--vocab`), when asked.
     pub timing: Option<crate::timing::TimingOptions>,
 }
@@ -42,7 +44,7 @@ pub fn run(opts: &Options) -> Result<i32, String> {
         .par_iter()
         .map(|p| {
             let t = Instant::now();
-            let report = run_file_with_timeout(p, &vocab, opts.timeout);
+            let report = run_file_with_timeout(p, &vocab, &opts.schema_options, opts.timeout);
             if opts.progress {
                 let s = t.elapsed().as_secs_f64();
                 eprintln!("{:.2} s {}{}", s, report.name, if s > 1.0 { " SLOW" } else { "" });

@@ -359,3 +359,139 @@ fn drafts_before_07_ignore_if_then_else() {
     assert!(!accepts(&g, &json!("a")));
     assert!(accepts(&g, &json!("abc")));
 }
+
+/// The 12-member object of [`many_properties_in_any_order`]: integers `p0`..`p11`,
+/// `p3`, `p7` and `p11` required, no other key.
+fn twelve_members() -> Value {
+    let props: serde_json::Map<String, Value> =
+        (0..12).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    json!({"type": "object", "properties": props, "required": ["p3", "p7", "p11"],
+           "additionalProperties": false})
+}
+
+/// A document from `(key, value)` pairs, in that order (duplicates kept).
+fn object_text(pairs: &[(String, Value)]) -> String {
+    let members: Vec<String> = pairs.iter().map(|(k, v)| format!("{}:{v}", json!(k))).collect();
+    format!("{{{}}}", members.join(","))
+}
+
+#[test]
+fn many_properties_in_any_order() {
+    let g = compile(&twelve_members());
+    let m = ReferenceMatcher::new(&g);
+    // Keys in many orders (a fixed pseudo-random sequence), with and without the
+    // optional ones: accepted exactly when the required ones are there and each value is
+    // an integer.
+    let mut seed = 0x2545_f491_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..300 {
+        let mut keys: Vec<usize> = (0..12).filter(|_| next() % 3 != 0).collect();
+        for i in (1..keys.len()).rev() {
+            keys.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        let bad_value = round % 7 == 0 && !keys.is_empty();
+        let pairs: Vec<(String, Value)> = keys
+            .iter()
+            .enumerate()
+            .map(|(j, &k)| {
+                (format!("p{k}"), if bad_value && j == 0 { json!("x") } else { json!(k) })
+            })
+            .collect();
+        let valid = [3, 7, 11].iter().all(|r| keys.contains(r)) && !bad_value;
+        let text = object_text(&pairs);
+        assert_eq!(m.matches(&text), valid, "{text}");
+    }
+    // Every member once, in reverse order; an unknown key is refused.
+    let all: Vec<(String, Value)> = (0..12).rev().map(|i| (format!("p{i}"), json!(i))).collect();
+    assert!(m.matches(&object_text(&all)));
+    let mut unknown = all.clone();
+    unknown.push(("q".into(), json!(1)));
+    assert!(!m.matches(&object_text(&unknown)));
+    // Tracked members (the required ones, then optional ones in schema order while
+    // 2^tracked * 12 <= 4096: p0, p1, p2, p4, p5) cannot be written twice; the others
+    // may, each occurrence's value checked.
+    let with = |key: &str, value: Value| {
+        let mut pairs = all.clone();
+        pairs.push((key.to_string(), value));
+        object_text(&pairs)
+    };
+    for tracked in ["p3", "p7", "p11", "p0", "p5"] {
+        assert!(!m.matches(&with(tracked, json!(1))), "{tracked} twice");
+    }
+    assert!(m.matches(&with("p10", json!(1))));
+    assert!(!m.matches(&with("p10", json!("x"))));
+}
+
+#[test]
+fn any_order_up_to_eight_members_writes_each_once() {
+    let props: serde_json::Map<String, Value> =
+        (0..8).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    let g = compile(&json!({"type": "object", "properties": props}));
+    let m = ReferenceMatcher::new(&g);
+    for i in 0..8 {
+        let key = format!("p{i}");
+        assert!(
+            m.matches(&object_text(&[(key.clone(), json!(1)), ("p7".into(), json!(2))]))
+                == (i != 7)
+        );
+        assert!(!m.matches(&object_text(&[(key.clone(), json!(1)), (key, json!(1))])));
+    }
+}
+
+#[test]
+fn any_order_sequences_many_required_members_in_required_order() {
+    // 13 required members (2^13 * 14 is past the bound): written in the order of
+    // `required` (p12 first), the optional `q` anywhere between them, at most once.
+    let mut props: serde_json::Map<String, Value> =
+        (0..13).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    props.insert("q".into(), json!({"type": "string"}));
+    let required: Vec<String> = (0..13).rev().map(|i| format!("p{i}")).collect();
+    let g = compile(&json!({"type": "object", "properties": props, "required": required,
+                            "additionalProperties": false}));
+    let m = ReferenceMatcher::new(&g);
+    let in_order: Vec<(String, Value)> =
+        (0..13).rev().map(|i| (format!("p{i}"), json!(i))).collect();
+    assert!(m.matches(&object_text(&in_order)));
+    for at in [0, 5, 13] {
+        let mut pairs = in_order.clone();
+        pairs.insert(at, ("q".into(), json!("x")));
+        assert!(m.matches(&object_text(&pairs)), "q at {at}");
+        pairs.insert(at, ("q".into(), json!("y")));
+        assert!(!m.matches(&object_text(&pairs)), "q twice at {at}");
+    }
+    let mut swapped = in_order.clone();
+    swapped.swap(3, 4);
+    assert!(!m.matches(&object_text(&swapped)));
+    assert!(!m.matches(&object_text(&in_order[1..])));
+    let mut twice = in_order.clone();
+    twice.push(("p0".into(), json!(0)));
+    assert!(!m.matches(&object_text(&twice)));
+}
+
+#[test]
+fn any_order_refuses_too_many_required_members_with_their_pointer() {
+    // 130 required members: 131 states of 130 member copies is past four times the bound.
+    let props: serde_json::Map<String, Value> =
+        (0..130).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    let required: Vec<String> = (0..130).map(|i| format!("p{i}")).collect();
+    let schema = json!({"properties": {"inner": {"type": "object", "properties": props,
+                                                  "required": required}}});
+    let err = json_schema_to_grammar(&schema, &options()).expect_err("130 required in any order");
+    let text = format!("{err:?}");
+    assert!(text.contains("/properties/inner"), "{text}");
+    assert!(text.contains("130 required properties among 130 in any order"), "{text}");
+    // With `lenient`, that object keeps the schema's order, with a warning.
+    let lenient = JsonSchemaOptions { lenient: true, ..options() };
+    let converted = json_schema_to_grammar(&schema, &lenient).expect("lenient");
+    assert!(!converted.warnings.is_empty());
+    let m = ReferenceMatcher::new(&converted.grammar);
+    let inner: Vec<(String, Value)> = (0..130).map(|i| (format!("p{i}"), json!(i))).collect();
+    assert!(m.matches(&format!("{{\"inner\":{}}}", object_text(&inner))));
+    let reversed: Vec<(String, Value)> = inner.into_iter().rev().collect();
+    assert!(!m.matches(&format!("{{\"inner\":{}}}", object_text(&reversed))));
+}

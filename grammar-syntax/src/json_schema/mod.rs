@@ -77,8 +77,15 @@ pub(crate) const MAX_BRANCHES: usize = 1_024;
 /// `grammar_size`: a schema past it would also be past the engine's default grammar size,
 /// and the converter stops early instead of building it.
 pub const MAX_CONVERTED_NODES: usize = 4_000_000;
-/// Most properties of one object in [`PropertyOrder::Any`] (a rule per subset).
+/// Up to this many properties in one object, [`PropertyOrder::Any`] tracks every one (a
+/// rule per set of properties written), so none can be written twice.
 pub const MAX_ANY_ORDER_PROPERTIES: usize = 8;
+/// Bound on the member copies of one object in [`PropertyOrder::Any`] (rules times
+/// properties): the required properties are tracked when `2^required * properties` fits
+/// it, else written in the order of `required`; optional ones are tracked while the rules
+/// fit; an object needs more than four times the bound only with about 128 required
+/// properties, and is then refused.
+pub const MAX_ANY_ORDER_COPIES: usize = 4_096;
 
 /// Which whitespace the grammar allows between JSON tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,8 +128,13 @@ pub enum PropertyOrder {
     /// left to right through `allOf`/`$ref`; additional and pattern properties after them.
     #[default]
     Schema,
-    /// Properties in any order, each at most once; refused (or, with `lenient`, in
-    /// schema order) above [`MAX_ANY_ORDER_PROPERTIES`] properties in one object.
+    /// Properties in any order. Up to [`MAX_ANY_ORDER_PROPERTIES`] in one object, each
+    /// at most once. Above, within [`MAX_ANY_ORDER_COPIES`]: the required ones once each,
+    /// in any order while few (`2^required * properties` within the bound), else in the
+    /// order of `required` with the others anywhere between them; optional ones at most
+    /// once while the bound allows tracking them (first in schema order), the rest may be
+    /// repeated, each value checked (like additional properties). An object past four
+    /// times the bound is refused (or, with `lenient`, kept in schema order).
     Any,
 }
 

@@ -18,6 +18,9 @@ use serde_json::Value;
 /// Largest member expression (IR nodes) copied where an object's member list needs it
 /// more than once; larger ones become rules.
 const MAX_COPIED_MEMBER: usize = 48;
+/// Largest member expression (IR nodes) copied into each rule of an object's members in
+/// any order; past it, what follows the key becomes a rule.
+const MAX_ANY_ORDER_COPIED: usize = 12;
 
 /// `-?(0|[1-9][0-9]*)`: an integer as drafts 03 and 04 count them.
 fn plain_integer() -> Expr {
@@ -975,8 +978,10 @@ impl<'a> Converter<'a> {
                         ]),
                     ));
                 }
-                let body =
-                    self.member_list_any_order(&members, None, &w, "").unwrap_or_else(|_| never());
+                let order: Vec<usize> = (0..members.len()).collect();
+                let body = self
+                    .member_list_any_order(&members, &order, None, &w, "")
+                    .unwrap_or_else(|_| never());
                 Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")])
             }
             Value::Object(map) => {
@@ -1291,6 +1296,8 @@ impl<'a> Converter<'a> {
         };
         // Known properties.
         let mut members: Vec<(bool, Expr)> = Vec::new();
+        // (position in `required`, index in `members`) of the required members.
+        let mut ranked: Vec<(usize, usize)> = Vec::new();
         for name in &names {
             let required = f.required.contains(name);
             let (mut parts, evaluated) = self.property_parts(f, name);
@@ -1337,8 +1344,13 @@ impl<'a> Converter<'a> {
                 value,
                 w.clone(),
             ]);
+            if let Some(rank) = f.required.iter().position(|r| r == name) {
+                ranked.push((rank, members.len()));
+            }
             members.push((required, member));
         }
+        ranked.sort_unstable();
+        let required_order: Vec<usize> = ranked.into_iter().map(|(_, i)| i).collect();
         let additional = self.additional_member(f, &names, fallback, depth)?;
         let additional = additional.map(|pairs| {
             Expr::choice(
@@ -1393,63 +1405,150 @@ impl<'a> Converter<'a> {
                 }
             }
         } else if self.opts.property_order == super::PropertyOrder::Any {
-            self.member_list_any_order(&members, additional.as_ref(), &w, &f.ptr)?
+            self.member_list_any_order(&members, &required_order, additional.as_ref(), &w, &f.ptr)?
         } else {
             self.member_list(&members, additional.as_ref(), &w)
         };
         Ok(Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")]))
     }
 
-    /// Known members in any order, each at most once, additional ones anywhere: a rule
-    /// per set of members written so far.
+    /// Known members in any order, additional ones anywhere: a rule per state of what
+    /// was written so far.
+    ///
+    /// Members are *tracked* (a bit each: written at most once), *sequenced* (written
+    /// once, in a fixed order among themselves) or free. When `2^required * members`
+    /// stays within [`super::MAX_ANY_ORDER_COPIES`], every required member is tracked,
+    /// and so are as many optional ones, first in schema order, as keep
+    /// `2^tracked * members` within it (up to [`super::MAX_ANY_ORDER_PROPERTIES`] members,
+    /// all of them: each is written at most once). With more required members, they are
+    /// sequenced in `required_order` (the order of `required`), optional members going
+    /// anywhere between them, as many tracked as keep `(required + 1) * 2^tracked *
+    /// members` within the bound. A free optional member may be written again, each
+    /// occurrence's value checked against its schema, as additional properties are
+    /// (JSON Schema's data model has no two properties of one name, so such a document
+    /// has no meaning of its own to contradict). Objects whose sequenced members alone
+    /// exceed four times the bound are refused (or, with `lenient`, kept in schema order).
     fn member_list_any_order(
         &mut self,
         members: &[(bool, Expr)],
+        required_order: &[usize],
         additional: Option<&Expr>,
         w: &Expr,
         ptr: &str,
     ) -> Result<Expr, Diagnostic> {
         let n = members.len();
-        if n > super::MAX_ANY_ORDER_PROPERTIES {
+        let budget = super::MAX_ANY_ORDER_COPIES;
+        let n_required = members.iter().filter(|m| m.0).count();
+        let copies = |steps: usize, bits: usize| {
+            if bits > 30 {
+                usize::MAX
+            } else {
+                steps.saturating_mul(1usize << bits).saturating_mul(n)
+            }
+        };
+        let all_tracked = n <= super::MAX_ANY_ORDER_PROPERTIES;
+        // Required members as bits, or in sequence.
+        let (sequence, mut tracked): (Vec<usize>, Vec<usize>) =
+            if all_tracked || copies(1, n_required) <= budget {
+                (Vec::new(), (0..n).filter(|&i| members[i].0).collect())
+            } else {
+                let mut sequence: Vec<usize> =
+                    required_order.iter().copied().filter(|&i| i < n && members[i].0).collect();
+                let rest: Vec<usize> =
+                    (0..n).filter(|i| members[*i].0 && !sequence.contains(i)).collect();
+                sequence.extend(rest);
+                (sequence, Vec::new())
+            };
+        let steps = sequence.len() + 1;
+        if copies(steps, tracked.len()) > 4 * budget {
             self.unsupported(
                 ptr.to_string(),
-                format!("more than {} properties in any order", super::MAX_ANY_ORDER_PROPERTIES),
+                format!(
+                    "{n_required} required properties among {n} in any order (more than {} \
+                     copies of members)",
+                    4 * budget
+                ),
             )?;
             return Ok(self.member_list(members, additional, w));
         }
-        let required: u32 = (0..n).filter(|&i| members[i].0).fold(0, |acc, i| acc | (1 << i));
-        let rules: Vec<crate::ir::RuleId> =
-            (0..1u32 << n).map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
-        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
-        for set in 0..1u32 << n {
-            let mut alts = Vec::new();
-            if set & required == required {
-                alts.push(Expr::Empty);
+        for i in (0..n).filter(|&i| !members[i].0) {
+            if all_tracked || copies(steps, tracked.len() + 1) <= budget {
+                tracked.push(i);
             }
-            for (i, m) in members.iter().enumerate() {
-                if set & (1 << i) == 0 {
-                    alts.push(Expr::seq(vec![
-                        comma(&m.1),
-                        Expr::Rule(rules[(set | (1 << i)) as usize]),
-                    ]));
+        }
+        let bit_of = |i: usize| tracked.iter().position(|&t| t == i).map(|b| 1usize << b);
+        let step_of = |i: usize| sequence.iter().position(|&t| t == i);
+        let required_bits: usize =
+            (0..n).filter(|&i| members[i].0).filter_map(bit_of).fold(0, |a, b| a | b);
+        // Members are written in every rule: what follows a member's key becomes a rule
+        // of its own unless tiny (the key stays in place, so the automaton tells members
+        // apart without a call), and so does a large additional member.
+        let members: Vec<Expr> = members
+            .iter()
+            .map(|(_, e)| match e {
+                Expr::Seq(items) if e.size() > MAX_ANY_ORDER_COPIED && items.len() > 1 => {
+                    let rest = self.b.add_fresh("member", Expr::seq(items[1..].to_vec()));
+                    Expr::seq(vec![items[0].clone(), Expr::Rule(rest)])
                 }
+                _ if e.size() > MAX_ANY_ORDER_COPIED => {
+                    Expr::Rule(self.b.add_fresh("member", e.clone()))
+                }
+                _ => e.clone(),
+            })
+            .collect();
+        let additional = additional.map(|a| {
+            if a.size() > MAX_ANY_ORDER_COPIED {
+                Expr::Rule(self.b.add_fresh("additional", a.clone()))
+            } else {
+                a.clone()
+            }
+        });
+        let additional = additional.as_ref();
+        // State (step, set): `step` sequenced members and the tracked members of `set`
+        // written; its rule is rules[step * sets + set].
+        let sets = 1usize << tracked.len();
+        let rules: Vec<crate::ir::RuleId> =
+            (0..steps * sets).map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
+        let rule = |step: usize, set: usize| Expr::Rule(rules[step * sets + set]);
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        // The alternatives that write one more member in state (step, set), each followed
+        // by the rule of the state after it.
+        let alternatives = |step: usize, set: usize, first: bool| {
+            let lead = |e: &Expr| if first { e.clone() } else { comma(e) };
+            let mut alts = Vec::new();
+            for (i, m) in members.iter().enumerate() {
+                let next = match (step_of(i), bit_of(i)) {
+                    (Some(k), _) if k == step => rule(step + 1, set),
+                    (Some(_), _) => continue,
+                    (None, Some(bit)) if set & bit == 0 => rule(step, set | bit),
+                    (None, Some(_)) => continue,
+                    (None, None) => rule(step, set),
+                };
+                alts.push(Expr::seq(vec![lead(m), next]));
             }
             if let Some(a) = additional {
-                alts.push(Expr::seq(vec![comma(a), Expr::Rule(rules[set as usize])]));
+                alts.push(Expr::seq(vec![lead(a), rule(step, set)]));
             }
-            let body = choice_or_never(alts);
-            self.b.define(rules[set as usize], body);
+            alts
+        };
+        let can_end =
+            |step: usize, set: usize| step + 1 == steps && set & required_bits == required_bits;
+        for step in 0..steps {
+            for set in 0..sets {
+                let mut alts = Vec::new();
+                if can_end(step, set) {
+                    alts.push(Expr::Empty);
+                }
+                alts.extend(alternatives(step, set, false));
+                let body = choice_or_never(alts);
+                self.b.define(rules[step * sets + set], body);
+            }
         }
         let mut alts = Vec::new();
-        if required == 0 {
+        if can_end(0, 0) {
             alts.push(Expr::Empty);
         }
-        for (i, m) in members.iter().enumerate() {
-            alts.push(Expr::seq(vec![m.1.clone(), Expr::Rule(rules[1 << i])]));
-        }
-        if let Some(a) = additional {
-            alts.push(Expr::seq(vec![a.clone(), Expr::Rule(rules[0])]));
-        }
+        alts.extend(alternatives(0, 0, true));
         Ok(choice_or_never(alts))
     }
 
