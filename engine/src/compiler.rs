@@ -16,6 +16,7 @@ use crate::follow::{exit_bytes, nullable_rules, ByteSet};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
+use crate::slices::{slicing_for, Slicing};
 use crate::stack::{Position, Stack};
 use crate::token_cache::{classify, MaskEntry, PositionMask};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
@@ -362,6 +363,9 @@ pub struct CompiledGrammar {
     exits: Vec<Vec<ByteSet>>,
     /// Heap bytes of the stored cache entries (at most `limits.max_mask_cache_bytes`).
     cache_bytes: AtomicUsize,
+    /// The vocabulary's slices ([`crate::slices`]), fetched when a classification first
+    /// needs them.
+    slicing: OnceLock<Arc<Slicing>>,
 }
 
 impl CompiledGrammar {
@@ -398,6 +402,7 @@ impl CompiledGrammar {
             cache,
             exits,
             cache_bytes: AtomicUsize::new(0),
+            slicing: OnceLock::new(),
         }
     }
 
@@ -460,7 +465,8 @@ impl CompiledGrammar {
             return Some(MaskEntry::Stored(stored));
         }
         let exits = &self.exits[position.rule.index()];
-        let mask = classify(self.dfa(position), position.state, exits, &self.vocab);
+        let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
+        let mask = classify(self.dfa(position), position.state, exits, &self.vocab, slicing);
         let bytes = mask.memory();
         let max = self.limits.max_mask_cache_bytes;
         let reserved = self

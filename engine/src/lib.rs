@@ -25,6 +25,7 @@ mod mask;
 pub mod matcher;
 pub mod passes;
 mod serialize;
+mod slices;
 pub mod stack;
 mod token_cache;
 

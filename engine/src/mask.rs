@@ -91,7 +91,7 @@ fn fill_text(
     let mut dependent = Vec::new();
     for config in &closure.configs {
         if let Some(entry) = grammar.position_mask(config.top) {
-            entry.accepted.apply(bitmask);
+            entry.apply(bitmask);
             if !entry.dependent.is_empty() {
                 dependent.push((config, entry));
             }

@@ -22,7 +22,9 @@
 use crate::automaton::Dfa;
 use crate::follow::ByteSet;
 use crate::ids::StateId;
-use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
+use crate::slices::{safe_depth, Slicing, Trie};
+use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
+use std::sync::Arc;
 
 /// The tokens an accepted set holds, in its smaller form.
 #[derive(Debug)]
@@ -57,13 +59,26 @@ impl TokenList {
 /// The cached classification of one position.
 #[derive(Debug)]
 pub(crate) struct PositionMask {
-    /// Tokens accepted whatever the stack.
+    /// Tokens accepted whatever the stack (with `sliced`).
     pub(crate) accepted: TokenList,
+    /// The union of the vocabulary slices accepted whole ([`crate::slices`]): shared
+    /// vocabulary-level data, not counted in [`PositionMask::memory`].
+    pub(crate) sliced: Option<Arc<Vec<u32>>>,
     /// Positions in the sorted vocabulary of the context-dependent tokens, ascending.
     pub(crate) dependent: Vec<u32>,
 }
 
 impl PositionMask {
+    /// ORs the accepted tokens into `bitmask`.
+    pub(crate) fn apply(&self, bitmask: &mut [u32]) {
+        if let Some(words) = &self.sliced {
+            for (w, &x) in bitmask.iter_mut().zip(words.iter()) {
+                *w |= x;
+            }
+        }
+        self.accepted.apply(bitmask);
+    }
+
     /// Heap bytes used.
     pub(crate) fn memory(&self) -> usize {
         self.accepted.memory() + self.dependent.len() * 4
@@ -99,25 +114,65 @@ fn is_open(dfa: &Dfa, state: StateId) -> bool {
 }
 
 /// Classifies every ordinary token at `(dfa, state)`; `exits` are the exit bytes of the
-/// rule's states ([`crate::follow`]).
+/// rule's states ([`crate::follow`]). `slicing` gives the vocabulary's slices
+/// ([`crate::slices`]), asked for only when the position reads safe characters: the
+/// slices it reads whole are accepted by their bitmask, the other parts walked.
 pub(crate) fn classify(
     dfa: &Dfa,
     state: StateId,
     exits: &[ByteSet],
     vocab: &Vocabulary,
+    slicing: impl FnOnce() -> Arc<Slicing>,
 ) -> PositionMask {
     let sorted = vocab.sorted();
-    let n = sorted.len();
     let mut accepted: Vec<u32> = Vec::new();
     let mut dependent: Vec<u32> = Vec::new();
+    let mut sliced = None;
+    if safe_depth(dfa, state, 1) == 0 {
+        walk(dfa, state, exits, sorted, sorted, &mut accepted, &mut dependent);
+    } else {
+        let slicing = slicing();
+        let covered = slicing.covered(safe_depth(dfa, state, slicing.depth_cap()));
+        for part in slicing.remaining(covered) {
+            walk(dfa, state, exits, sorted, part, &mut accepted, &mut dependent);
+        }
+        dependent.sort_unstable();
+        sliced = Some(slicing.union(covered).clone());
+    }
+    let words = bitmask_len(vocab.vocab_size());
+    let accepted = if accepted.len() > words {
+        let mut bits = vec![0u32; words];
+        accepted.iter().for_each(|&id| set_bit(&mut bits, id));
+        TokenList::Bits(bits)
+    } else {
+        accepted.sort_unstable();
+        TokenList::Ids(accepted)
+    };
+    PositionMask { accepted, sliced, dependent }
+}
+
+/// The classification walk over the tokens of `trie` (the sorted vocabulary or a part
+/// of it): pushes the ids of the accepted tokens and the sorted-vocabulary positions of
+/// the context-dependent ones.
+fn walk<T: Trie>(
+    dfa: &Dfa,
+    state: StateId,
+    exits: &[ByteSet],
+    sorted: &SortedVocab,
+    trie: &T,
+    accepted: &mut Vec<u32>,
+    dependent: &mut Vec<u32>,
+) {
+    let n = trie.count();
     // levels[d] = (state after d bytes, whether the token could have left the automaton
     // at an open state after 1..d bytes, the next byte being one of that state's exits)
     let mut levels: Vec<(StateId, bool)> = vec![(state, false)];
     let mut depth = 0usize;
-    let mut i = 0usize;
-    while i < n {
+    let mut k = 0usize;
+    while k < n {
+        let i = trie.position(k);
         let bytes = sorted.bytes(i);
-        let shared = sorted.lcp(i).min(depth);
+        let shared = trie.shared(k).min(depth);
         depth = shared;
         let mut refused_at = None;
         for (d, &b) in bytes.iter().enumerate().skip(shared) {
@@ -144,28 +199,18 @@ pub(crate) fn classify(
         }
         match refused_at {
             Some((d, open)) => {
-                let end = sorted.next_without_prefix(i, d + 1);
+                let end = trie.skip(k, d + 1);
                 if open {
-                    dependent.extend(i as u32..end as u32);
+                    dependent.extend((k..end).map(|j| trie.position(j) as u32));
                 }
-                i = end;
+                k = end;
             }
             None => {
                 if !bytes.is_empty() {
                     accepted.push(sorted.token_id(i));
                 }
-                i += 1;
+                k += 1;
             }
         }
     }
-    let words = bitmask_len(vocab.vocab_size());
-    let accepted = if accepted.len() > words {
-        let mut bits = vec![0u32; words];
-        accepted.iter().for_each(|&id| set_bit(&mut bits, id));
-        TokenList::Bits(bits)
-    } else {
-        accepted.sort_unstable();
-        TokenList::Ids(accepted)
-    };
-    PositionMask { accepted, dependent }
 }

@@ -359,3 +359,95 @@ fn stop_token_of_kind_normal_only_where_the_root_can_end() {
         assert!(m.is_terminated(), "at an end, the stop token terminates");
     }
 }
+
+/// A vocabulary of safe runs of 1 to 20 characters (ASCII and multi-byte), incomplete
+/// characters, and tokens with quotes, escapes and controls, for the vocabulary slices.
+fn string_vocab() -> Vocabulary {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for n in 1..=20 {
+        tokens.push("a".repeat(n).into_bytes());
+        tokens.push("é".repeat(n).into_bytes());
+        tokens.push(format!("{}\"", "b".repeat(n)).into_bytes());
+        tokens.push(format!("{}\",\"", "x".repeat(n)).into_bytes());
+    }
+    for t in [
+        "\"",
+        "{",
+        "}",
+        ",",
+        ":",
+        "\":",
+        "\",",
+        "\"}",
+        "{\"",
+        " ",
+        "\\",
+        "\\n",
+        "\\\"",
+        "\\u00",
+        "e9",
+        "\n",
+        "a\nb",
+        "日本",
+        "ab1",
+        "1",
+        "12",
+        "-",
+        "x",
+        "name",
+        "\"name",
+        "ok\"",
+        "b",
+        "c",
+        "\u{7f}",
+        "\u{80}",
+        "😀",
+        "a😀",
+        "\"a\",\"b",
+        "\"b\":",
+    ] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    // Incomplete characters: the halves of é (C3 A9), of 日 (E6 97 A5) and of 😀.
+    for t in [&[0xC3][..], &[0xA9], &[b'a', 0xC3], &[0xE6, 0x97], &[0xA5, b'"'], &[0xF0, 0x9F]] {
+        tokens.push(t.to_vec());
+    }
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap()
+}
+
+#[test]
+fn vocabulary_slices_change_speed_never_answers() {
+    let v = string_vocab();
+    let schema = r#"{"type": "object", "properties": {
+        "name": {"type": "string"},
+        "b": {"type": "string", "maxLength": 4},
+        "c": {"type": "string", "minLength": 2, "maxLength": 17},
+        "x": {"type": "string", "pattern": "^[a-z]*$"},
+        "a": {"type": "array", "items": {"type": "string"}}
+    }, "required": ["name", "b", "c", "x", "a"], "additionalProperties": false}"#;
+    let options = grammask_syntax::JsonSchemaOptions::default();
+    let cached = Compiler::new(&v).compile_json_schema(schema, &options).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain =
+        Compiler::new(&v).with_config(config).compile_json_schema(schema, &options).unwrap();
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    for _walk in 0..60 {
+        let (mut a, mut b) = (Matcher::new(cached.clone()), Matcher::new(plain.clone()));
+        for _step in 0..60 {
+            let ma = mask_of(&a);
+            assert_eq!(ma, mask_of(&b));
+            assert_eq!(ma, accepted_one_by_one(&a));
+            if ma.is_empty() || a.is_terminated() {
+                break;
+            }
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let id = ma[(seed % ma.len() as u64) as usize];
+            a.accept_token(id).unwrap();
+            b.accept_token(id).unwrap();
+        }
+    }
+}
