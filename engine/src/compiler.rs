@@ -16,13 +16,13 @@ use crate::follow::{exit_bytes, nullable_rules, ByteSet};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
-use crate::slices::{slicing_for, Slicing};
+use crate::slices::{slicing_for, Slicing, UNKNOWN_DEPTH};
 use crate::stack::{Position, Stack};
 use crate::token_cache::{classify, MaskEntry, PositionMask};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -366,6 +366,9 @@ pub struct CompiledGrammar {
     /// The vocabulary's slices ([`crate::slices`]), fetched when a classification first
     /// needs them.
     slicing: OnceLock<Arc<Slicing>>,
+    /// Per automaton state (indexed like `cache`): the memo of
+    /// [`crate::slices::safe_depth`] (4 bytes per state; empty when the cache is off).
+    safe_memo: Vec<AtomicU32>,
 }
 
 impl CompiledGrammar {
@@ -385,10 +388,14 @@ impl CompiledGrammar {
             state_base.push(total_states as u32);
             total_states += dfa.len();
         }
-        let (cache, exits) = if mask_cache {
-            ((0..total_states).map(|_| OnceLock::new()).collect(), exit_bytes(&automata))
+        let (cache, exits, safe_memo) = if mask_cache {
+            (
+                (0..total_states).map(|_| OnceLock::new()).collect(),
+                exit_bytes(&automata),
+                (0..total_states).map(|_| AtomicU32::new(UNKNOWN_DEPTH)).collect(),
+            )
         } else {
-            (Vec::new(), Vec::new())
+            (Vec::new(), Vec::new(), Vec::new())
         };
         CompiledGrammar {
             vocab,
@@ -403,6 +410,7 @@ impl CompiledGrammar {
             exits,
             cache_bytes: AtomicUsize::new(0),
             slicing: OnceLock::new(),
+            safe_memo,
         }
     }
 
@@ -466,7 +474,9 @@ impl CompiledGrammar {
         }
         let exits = &self.exits[position.rule.index()];
         let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
-        let mask = classify(self.dfa(position), position.state, exits, &self.vocab, slicing);
+        let base = self.state_base[position.rule.index()] as usize;
+        let memo = self.safe_memo.get(base..base + self.dfa(position).len()).unwrap_or(&[]);
+        let mask = classify(self.dfa(position), position.state, exits, &self.vocab, slicing, memo);
         let bytes = mask.memory();
         let max = self.limits.max_mask_cache_bytes;
         let reserved = self

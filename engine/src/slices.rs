@@ -28,14 +28,18 @@
 use crate::automaton::Dfa;
 use crate::ids::StateId;
 use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// Slices of exactly 1..=`EXACT` safe characters; longer safe runs share one last slice.
 pub(crate) const EXACT: usize = 15;
 
-/// Level sets of [`safe_depth`] larger than this end the check (no slice is used past
-/// the depth reached so far).
+/// Layers of [`safe_depth`] larger than this end the search (no slice is used past the
+/// depth reached so far).
 const MAX_LEVEL_STATES: usize = 64;
+
+/// States [`safe_depth`] visits at most (a linear scan checks each new one).
+const MAX_VISITED_STATES: usize = 256;
 
 /// The UTF-8 encodings of the safe characters (every Unicode scalar value but `"`, `\`,
 /// U+0000-U+001F and U+007F), as sequences of byte ranges (Unicode's table of
@@ -82,6 +86,10 @@ pub(crate) trait Trie {
     fn count(&self) -> usize;
     /// Position in the sorted vocabulary of the `k`-th token.
     fn position(&self, k: usize) -> usize;
+    /// The bytes of the `k`-th token.
+    fn bytes(&self, k: usize) -> &[u8];
+    /// The id of the `k`-th token.
+    fn token_id(&self, k: usize) -> u32;
     /// Common prefix length of the `k - 1`-th and `k`-th tokens (0 for `k == 0`).
     fn shared(&self, k: usize) -> usize;
     /// The first `j > k` whose token does not start with the first `depth` bytes of the
@@ -99,6 +107,14 @@ impl Trie for SortedVocab {
         k
     }
     #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        SortedVocab::bytes(self, k)
+    }
+    #[inline]
+    fn token_id(&self, k: usize) -> u32 {
+        SortedVocab::token_id(self, k)
+    }
+    #[inline]
     fn shared(&self, k: usize) -> usize {
         self.lcp(k)
     }
@@ -108,11 +124,18 @@ impl Trie for SortedVocab {
     }
 }
 
-/// A subsequence of the sorted vocabulary with its own trie walk data.
+/// A subsequence of the sorted vocabulary with its own trie walk data, and its own copy
+/// of the token ids and bytes (a walk reads them in order, from contiguous memory).
 #[derive(Debug, Default)]
 pub(crate) struct Part {
     /// Sorted-vocabulary positions, ascending.
     positions: Vec<u32>,
+    /// Token ids.
+    ids: Vec<u32>,
+    /// `bytes(k) = data[starts[k]..starts[k + 1]]`.
+    starts: Vec<u32>,
+    /// The tokens' bytes, concatenated.
+    data: Vec<u8>,
     /// `lcp[k]`: common prefix length of the tokens `k - 1` and `k` of the part.
     lcp: Vec<u32>,
     /// `subtree_end[k]`: the first `j > k` whose token does not start with the whole of
@@ -129,8 +152,14 @@ impl Part {
         // Tokens whose bytes are a prefix of the previous token, shortest first.
         let mut open: Vec<usize> = Vec::new();
         let mut prev: &[u8] = &[];
+        let mut ids = Vec::with_capacity(n);
+        let mut starts = Vec::with_capacity(n + 1);
+        let mut data = Vec::new();
         for (k, &p) in positions.iter().enumerate() {
             let bytes = sorted.bytes(p as usize);
+            ids.push(sorted.token_id(p as usize));
+            starts.push(data.len() as u32);
+            data.extend_from_slice(bytes);
             let common = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
             while let Some(&top) = open.last() {
                 if sorted.bytes(positions[top] as usize).len() > common {
@@ -144,13 +173,16 @@ impl Part {
             lcp.push(common as u32);
             prev = bytes;
         }
-        Part { positions, lcp, subtree_end }
+        starts.push(data.len() as u32);
+        Part { positions, ids, starts, data, lcp, subtree_end }
     }
 
     /// Heap bytes used.
     #[cfg(test)]
     fn memory(&self) -> usize {
-        (self.positions.len() + self.lcp.len() + self.subtree_end.len()) * 4
+        (self.positions.len() + self.ids.len() + self.starts.len()) * 4
+            + (self.lcp.len() + self.subtree_end.len()) * 4
+            + self.data.len()
     }
 }
 
@@ -162,6 +194,14 @@ impl Trie for Part {
     #[inline]
     fn position(&self, k: usize) -> usize {
         self.positions[k] as usize
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        &self.data[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+    #[inline]
+    fn token_id(&self, k: usize) -> u32 {
+        self.ids[k]
     }
     #[inline]
     fn shared(&self, k: usize) -> usize {
@@ -246,12 +286,18 @@ impl Slicing {
         &self.union[m - 1]
     }
 
-    /// The parts still to walk when the first `m` slices are accepted whole.
+    /// The parts still to walk when the first `m` slices are accepted whole: the other
+    /// slices ([`Slicing::slices_after`] of them), then the rest.
     pub(crate) fn remaining(&self, m: usize) -> impl Iterator<Item = &Part> + '_ {
         self.slices[m..].iter().chain(std::iter::once(&self.rest))
     }
 
-    /// Heap bytes used: 12 per ordinary token, plus `EXACT + 1` bitmasks.
+    /// The number of slices after the first `m`.
+    pub(crate) fn slices_after(&self, m: usize) -> usize {
+        self.slices.len() - m
+    }
+
+    /// Heap bytes used: 20 per ordinary token and its bytes, plus `EXACT + 1` bitmasks.
     #[cfg(test)]
     fn memory(&self) -> usize {
         self.slices.iter().map(Part::memory).sum::<usize>()
@@ -284,59 +330,193 @@ pub(crate) fn slicing_for(vocab: &Arc<Vocabulary>) -> Arc<Slicing> {
 /// Small sorted sets of states.
 type StateSet = smallvec::SmallVec<[StateId; 4]>;
 
-/// The states after reading one safe character from any state of `from`, or `None` when
-/// some state of `from` refuses some safe character (or a set grows past
-/// [`MAX_LEVEL_STATES`]).
-fn step_char(dfa: &Dfa, from: &StateSet) -> Option<StateSet> {
+/// Whether the matcher could leave the automaton's path at `state` (as in
+/// [`crate::token_cache`]).
+fn is_open(dfa: &Dfa, state: StateId) -> bool {
+    dfa.is_accepting(state) || !dfa.calls(state).is_empty()
+}
+
+/// One character read from a set of states.
+struct CharStep {
+    /// The states after one safe character, when every state of the set reads every safe
+    /// character (and no set grew past [`MAX_LEVEL_STATES`]).
+    next: Option<StateSet>,
+    /// Whether a state reached after at least one byte of a character was open.
+    open: bool,
+}
+
+/// For each byte range of each sequence of [`SAFE_CHARS`]: one byte of each byte class
+/// of the automaton met in the range (bytes of one class have the same transitions).
+type ClassReps = Vec<Vec<smallvec::SmallVec<[u8; 8]>>>;
+
+/// The [`ClassReps`] of `dfa`.
+fn class_reps(dfa: &Dfa) -> ClassReps {
+    SAFE_CHARS
+        .iter()
+        .map(|seq| {
+            seq.iter()
+                .map(|&(lo, hi)| {
+                    let mut seen = [false; 256];
+                    (lo..=hi)
+                        .filter(|&b| {
+                            !std::mem::replace(&mut seen[dfa.byte_class(b) as usize], true)
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Reads one safe character from every state of `from`.
+fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet) -> CharStep {
     let mut out = StateSet::new();
     let mut frontier = StateSet::new();
     let mut next = StateSet::new();
-    for seq in SAFE_CHARS {
+    let mut open = false;
+    for seq in reps {
         frontier.clear();
         frontier.extend_from_slice(from);
-        for &(lo, hi) in seq.iter() {
+        for range in seq {
             next.clear();
             for &s in &frontier {
-                let mut last = None;
-                for b in lo..=hi {
-                    let t = dfa.next(s, b)?;
-                    if last != Some(t) {
-                        last = Some(t);
-                        next.push(t);
-                    }
+                for &b in range {
+                    let Some(t) = dfa.next(s, b) else {
+                        return CharStep { next: None, open };
+                    };
+                    next.push(t);
                 }
             }
             next.sort_unstable();
             next.dedup();
             if next.len() > MAX_LEVEL_STATES {
-                return None;
+                return CharStep { next: None, open: true };
             }
+            open |= next.iter().any(|&t| is_open(dfa, t));
             std::mem::swap(&mut frontier, &mut next);
         }
         out.extend_from_slice(&frontier);
     }
     out.sort_unstable();
     out.dedup();
-    (out.len() <= MAX_LEVEL_STATES).then_some(out)
+    CharStep { next: (out.len() <= MAX_LEVEL_STATES).then_some(out), open }
 }
 
-/// The *safe depth* of `state`, capped at `cap`: the largest `r <= cap` such that every
-/// sequence of at most `r` safe characters (and so every prefix of one) is read by the
-/// automaton from `state`. Follows the set of states after each number of characters;
-/// when a set repeats an earlier one, every later set was checked already and the depth
-/// is unbounded (`cap`).
-pub(crate) fn safe_depth(dfa: &Dfa, state: StateId, cap: usize) -> usize {
-    let mut seen: Vec<StateSet> = Vec::new();
-    let mut level: StateSet = smallvec::smallvec![state];
-    for depth in 0..cap {
-        let Some(next) = step_char(dfa, &level) else { return depth };
-        seen.push(level);
-        if seen.contains(&next) {
-            return cap;
+/// Whether every state of `set` refuses the first byte of every safe character.
+fn refuses_every_char(dfa: &Dfa, set: &StateSet) -> bool {
+    set.iter().all(|&s| {
+        SAFE_CHARS.iter().all(|seq| (seq[0].0..=seq[0].1).all(|b| dfa.next(s, b).is_none()))
+    })
+}
+
+/// What [`safe_depth`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SafeDepth {
+    /// The largest `r` (at most the cap) such that every sequence of at most `r` safe
+    /// characters (and so every prefix of one) is read from the state.
+    pub(crate) depth: usize,
+    /// Whether every run of more than `depth` safe characters is refused at its
+    /// character `depth + 1` without the matcher having been able to leave the
+    /// automaton on the way: no state reached after the first byte is open, and every
+    /// state after `depth` characters refuses the first byte of every safe character.
+    /// Such runs are rejected whatever the stack.
+    pub(crate) rejects_longer: bool,
+}
+
+/// A memo entry of [`safe_depth`] not filled yet.
+pub(crate) const UNKNOWN_DEPTH: u32 = u32::MAX;
+
+/// A memo entry of [`safe_depth`] for a state from which no state that refuses a safe
+/// character is reachable.
+const UNBOUNDED_DEPTH: u32 = u32::MAX - 1;
+
+/// The safe depth of `state`, capped at `cap` (see [`SafeDepth`]): the distance, in
+/// characters, from `state` to the nearest state that refuses some safe character. A
+/// breadth-first search by characters, each state visited once (at most
+/// [`MAX_VISITED_STATES`]; past that, or when a layer grows past [`MAX_LEVEL_STATES`],
+/// the depth reached is returned, a lower bound); when no new state is left, no state
+/// that refuses a character is reachable and the depth is unbounded (`cap`).
+///
+/// `rejects_longer` needs the exact set of states after `depth` characters: it is only
+/// claimed while no layer met an already visited state (then each layer is exactly the
+/// set of states after that many characters).
+///
+/// `memo` (one entry per state of the automaton) spares later positions the same search:
+/// when a search ends unbounded, every state it visited is marked unbounded, and a
+/// search stops (unbounded) at a layer of marked states. Past [`EXACT`] characters only
+/// the depth matters, and only to accept the last slice whole; long runs of single
+/// states there (the characters of a `maxLength` string) would cost one layer per
+/// character from every one of their positions, so each state that is a whole layer
+/// there keeps a lower bound of its capped depth (every later layer is reached through
+/// it), and later positions on the same run stop at the first state with an entry. A
+/// lower bound only makes fewer slices accepted whole: answers never depend on the memo.
+pub(crate) fn safe_depth(dfa: &Dfa, state: StateId, cap: usize, memo: &[AtomicU32]) -> SafeDepth {
+    let mut visited: Vec<StateId> = vec![state];
+    let mut layer: StateSet = smallvec::smallvec![state];
+    let mut open = false;
+    let mut exact_layers = true;
+    // States that are a whole layer past `EXACT` characters, with their depth.
+    let mut run: Vec<(usize, StateId)> = Vec::new();
+    let mut depth = 0;
+    let mut unbounded = false;
+    let reps = class_reps(dfa);
+    let found = loop {
+        if depth >= cap {
+            break cap;
         }
-        level = next;
+        let known =
+            |s: StateId| memo.get(s.index()).map_or(UNKNOWN_DEPTH, |m| m.load(Ordering::Relaxed));
+        if depth > 0 && layer.iter().all(|&s| known(s) == UNBOUNDED_DEPTH) {
+            unbounded = true;
+            break cap;
+        }
+        if depth > EXACT && layer.len() == 1 {
+            let s = layer[0];
+            match known(s) {
+                UNKNOWN_DEPTH => run.push((depth, s)),
+                m => break cap.min(depth + m as usize),
+            }
+        }
+        let step = step_char(dfa, &reps, &layer);
+        let Some(next) = step.next else {
+            if run.is_empty() {
+                let rejects_longer =
+                    depth > 0 && exact_layers && !open && refuses_every_char(dfa, &layer);
+                return SafeDepth { depth, rejects_longer };
+            }
+            break depth;
+        };
+        open |= step.open;
+        let before = next.len();
+        layer = next.into_iter().filter(|s| !visited.contains(s)).collect();
+        exact_layers &= layer.len() == before;
+        if layer.is_empty() {
+            unbounded = true;
+            break cap;
+        }
+        if visited.len() + layer.len() > MAX_VISITED_STATES {
+            break depth + 1;
+        }
+        visited.extend_from_slice(&layer);
+        depth += 1;
+    };
+    if unbounded {
+        // Every state reachable from a visited one was visited or known unbounded, and
+        // none refuses a character.
+        for s in visited {
+            if let Some(m) = memo.get(s.index()) {
+                m.store(UNBOUNDED_DEPTH, Ordering::Relaxed);
+            }
+        }
     }
-    cap
+    for (at, s) in run {
+        if let Some(m) = memo.get(s.index()) {
+            if m.load(Ordering::Relaxed) == UNKNOWN_DEPTH {
+                m.store((found - at) as u32, Ordering::Relaxed);
+            }
+        }
+    }
+    SafeDepth { depth: found, rejects_longer: false }
 }
 
 #[cfg(test)]
@@ -395,7 +575,9 @@ mod tests {
         assert_eq!(s.depth_cap(), 21);
         assert_eq!((s.covered(3), s.covered(20), s.covered(21)), (3, EXACT, EXACT + 1));
         let words = bitmask_len(v.vocab_size());
-        assert_eq!(s.memory(), 12 * 6 + (EXACT + 1) * words * 4);
+        // 20 bytes per token and its bytes, 4 per part (its `starts` end).
+        let parts = (EXACT + 2) * 4;
+        assert_eq!(s.memory(), 20 * 6 + 29 + parts + (EXACT + 1) * words * 4);
         let weak = Arc::downgrade(&v);
         drop((v, s));
         // The next look-up drops the entry of the vocabulary that is gone.

@@ -22,8 +22,9 @@
 use crate::automaton::Dfa;
 use crate::follow::ByteSet;
 use crate::ids::StateId;
-use crate::slices::{safe_depth, Slicing, Trie};
-use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
+use crate::slices::{safe_depth, Slicing, Trie, EXACT};
+use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 /// The tokens an accepted set holds, in its smaller form.
@@ -116,25 +117,37 @@ fn is_open(dfa: &Dfa, state: StateId) -> bool {
 /// Classifies every ordinary token at `(dfa, state)`; `exits` are the exit bytes of the
 /// rule's states ([`crate::follow`]). `slicing` gives the vocabulary's slices
 /// ([`crate::slices`]), asked for only when the position reads safe characters: the
-/// slices it reads whole are accepted by their bitmask, the other parts walked.
+/// slices it reads whole are accepted by their bitmask, the other parts walked;
+/// `safe_memo` is the rule's memo of safe depths ([`safe_depth`]).
 pub(crate) fn classify(
     dfa: &Dfa,
     state: StateId,
     exits: &[ByteSet],
     vocab: &Vocabulary,
     slicing: impl FnOnce() -> Arc<Slicing>,
+    safe_memo: &[AtomicU32],
 ) -> PositionMask {
     let sorted = vocab.sorted();
     let mut accepted: Vec<u32> = Vec::new();
     let mut dependent: Vec<u32> = Vec::new();
     let mut sliced = None;
-    if safe_depth(dfa, state, 1) == 0 {
-        walk(dfa, state, exits, sorted, sorted, &mut accepted, &mut dependent);
+    if safe_depth(dfa, state, 1, &[]).depth == 0 {
+        walk(dfa, state, exits, sorted, &mut accepted, &mut dependent);
     } else {
         let slicing = slicing();
-        let covered = slicing.covered(safe_depth(dfa, state, slicing.depth_cap()));
-        for part in slicing.remaining(covered) {
-            walk(dfa, state, exits, sorted, part, &mut accepted, &mut dependent);
+        let depth = safe_depth(dfa, state, slicing.depth_cap(), safe_memo);
+        let covered = slicing.covered(depth.depth);
+        // Longer safe runs are rejected whole when the automaton refuses any safe
+        // character after `depth` of them, never having been open on the way (the
+        // slices after `depth` then hold only longer runs when `depth <= EXACT`).
+        let parts = slicing.remaining(covered);
+        let skip = if depth.rejects_longer && depth.depth <= EXACT {
+            slicing.slices_after(covered)
+        } else {
+            0
+        };
+        for part in parts.skip(skip) {
+            walk(dfa, state, exits, part, &mut accepted, &mut dependent);
         }
         dependent.sort_unstable();
         sliced = Some(slicing.union(covered).clone());
@@ -158,7 +171,6 @@ fn walk<T: Trie>(
     dfa: &Dfa,
     state: StateId,
     exits: &[ByteSet],
-    sorted: &SortedVocab,
     trie: &T,
     accepted: &mut Vec<u32>,
     dependent: &mut Vec<u32>,
@@ -170,8 +182,7 @@ fn walk<T: Trie>(
     let mut depth = 0usize;
     let mut k = 0usize;
     while k < n {
-        let i = trie.position(k);
-        let bytes = sorted.bytes(i);
+        let bytes = trie.bytes(k);
         let shared = trie.shared(k).min(depth);
         depth = shared;
         let mut refused_at = None;
@@ -207,7 +218,7 @@ fn walk<T: Trie>(
             }
             None => {
                 if !bytes.is_empty() {
-                    accepted.push(sorted.token_id(i));
+                    accepted.push(trie.token_id(k));
                 }
                 k += 1;
             }

@@ -425,8 +425,9 @@ fn vocabulary_slices_change_speed_never_answers() {
         "b": {"type": "string", "maxLength": 4},
         "c": {"type": "string", "minLength": 2, "maxLength": 17},
         "x": {"type": "string", "pattern": "^[a-z]*$"},
+        "d": {"type": "string", "maxLength": 45},
         "a": {"type": "array", "items": {"type": "string"}}
-    }, "required": ["name", "b", "c", "x", "a"], "additionalProperties": false}"#;
+    }, "required": ["name", "b", "c", "x", "d", "a"], "additionalProperties": false}"#;
     let options = grammask_syntax::JsonSchemaOptions::default();
     let cached = Compiler::new(&v).compile_json_schema(schema, &options).unwrap();
     let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
@@ -435,7 +436,7 @@ fn vocabulary_slices_change_speed_never_answers() {
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     for _walk in 0..60 {
         let (mut a, mut b) = (Matcher::new(cached.clone()), Matcher::new(plain.clone()));
-        for _step in 0..60 {
+        for _step in 0..80 {
             let ma = mask_of(&a);
             assert_eq!(ma, mask_of(&b));
             assert_eq!(ma, accepted_one_by_one(&a));

@@ -104,6 +104,13 @@ impl Dfa {
         (t != DEAD).then_some(StateId(t))
     }
 
+    /// The byte class of `byte` (bytes of one class have the same transitions in every
+    /// state).
+    #[inline]
+    pub(crate) fn byte_class(&self, byte: u8) -> u8 {
+        self.class_of[byte as usize]
+    }
+
     /// Whether the rule may end in `state`.
     #[inline]
     pub fn is_accepting(&self, state: StateId) -> bool {
