@@ -11,6 +11,7 @@ use crate::error::MatchError;
 use crate::mask;
 use crate::stack::{Position, Stack};
 use grammask_tokenset::bitmask_len;
+use smallvec::SmallVec;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -349,8 +350,8 @@ pub(crate) fn close_into(
         }
     }
     let limits = &grammar.limits;
-    let mut visited: HashSet<Stack> = HashSet::new();
-    let mut work: Vec<Stack> = seeds.to_vec();
+    let mut visited = Visited::default();
+    let mut work: SmallVec<[Stack; 8]> = seeds.iter().cloned().collect();
     while let Some(stack) = work.pop() {
         if visited.contains(&stack) {
             continue;
@@ -388,6 +389,45 @@ pub(crate) fn close_into(
         visited.insert(stack);
     }
     Ok(())
+}
+
+/// The stacks a closure has expanded: a short list scanned in place (most closures hold a
+/// few stacks, and comparing stacks usually ends at their cached hashes), turned into a
+/// hash set past [`Visited::LIST_MAX`] stacks.
+#[derive(Default)]
+struct Visited {
+    list: SmallVec<[Stack; 8]>,
+    set: Option<HashSet<Stack>>,
+}
+
+impl Visited {
+    /// Stacks kept in the list before it becomes a set.
+    const LIST_MAX: usize = 32;
+
+    fn contains(&self, stack: &Stack) -> bool {
+        match &self.set {
+            Some(set) => set.contains(stack),
+            None => self.list.contains(stack),
+        }
+    }
+
+    fn insert(&mut self, stack: Stack) {
+        match &mut self.set {
+            Some(set) => {
+                set.insert(stack);
+            }
+            None if self.list.len() < Self::LIST_MAX => self.list.push(stack),
+            None => {
+                let mut set: HashSet<Stack> = self.list.drain(..).collect();
+                set.insert(stack);
+                self.set = Some(set);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.set.as_ref().map_or(self.list.len(), HashSet::len)
+    }
 }
 
 fn dedup(stacks: Vec<Stack>) -> Arc<[Stack]> {
