@@ -85,7 +85,8 @@ fn next_bytes(dfa: &Dfa, s: StateId, nullable: &[bool], first: &[ByteSet]) -> (B
     (set, can_end)
 }
 
-/// The exit bytes of every state of every rule (indexed like the automata).
+/// The exit bytes of every state of every rule (indexed like the automata); empty for a
+/// state that neither calls a rule nor may end its rule.
 pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<Vec<ByteSet>> {
     let n = automata.len();
     let nullable = nullable_rules(automata);

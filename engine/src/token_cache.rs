@@ -107,13 +107,6 @@ impl std::ops::Deref for MaskEntry<'_> {
     }
 }
 
-/// Whether the matcher could leave the automaton's path at `state`: by a call, or by
-/// ending the rule.
-#[inline]
-fn is_open(dfa: &Dfa, state: StateId) -> bool {
-    dfa.is_accepting(state) || !dfa.calls(state).is_empty()
-}
-
 /// Classifies every ordinary token at `(dfa, state)`; `exits` are the exit bytes of the
 /// rule's states ([`crate::follow`]). `slicing` gives the vocabulary's slices
 /// ([`crate::slices`]), asked for only when the position reads safe characters: the
@@ -188,10 +181,10 @@ fn walk<T: Trie>(
         let mut refused_at = None;
         for (d, &b) in bytes.iter().enumerate().skip(shared) {
             let (current, left_before) = levels[d];
-            // Leaving here: after at least one byte, at an open state, with `b` an exit
+            // Leaving here: after at least one byte, at an open state (one that calls a
+            // rule or may end the rule: only those have exit bytes), with `b` an exit
             // byte (the start state's exits are other stacks of the closure).
-            let open = left_before
-                || (d > 0 && is_open(dfa, current) && exits[current.index()].contains(b));
+            let open = left_before || (d > 0 && exits[current.index()].contains(b));
             match dfa.next(current, b) {
                 Some(next) => {
                     let entry = (next, open);
