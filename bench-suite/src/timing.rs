@@ -13,8 +13,9 @@
 //!
 //! Per job the worker measures
 //! - `ttfm_us`: compile plus first mask from empty caches (a fresh compiler; the
-//!   vocabulary-level state, grammask's sorted vocabulary or llguidance's slicer, is
-//!   built once per worker as a server builds it once per tokenizer);
+//!   vocabulary-level state, grammask's sorted vocabulary and vocabulary slices or
+//!   llguidance's slicer, is built once per worker as a server builds it once per
+//!   tokenizer);
 //! - `ttfm_warm_us`: compile plus first mask with the caches the engine keeps across
 //!   grammars, kept for the worker's lifetime (schemas come in file order; grammask: its
 //!   compiled-grammar cache; the peers keep nothing across grammars, so their warm time

@@ -14,10 +14,14 @@
 //! lookup per trie node visited. Context expansion ([`crate::follow`]) narrows the
 //! context-dependent tokens: leaving the automaton only matters when the next byte can
 //! follow there (start a callee, or follow the rule somewhere in the grammar).
+//! Inside strings, the vocabulary's slices ([`crate::slices`]) accept most tokens at
+//! once: a position that reads every run of up to `r` JSON-string characters takes the
+//! slices of such runs by a shared bitmask and walks only the other tokens.
 //! Entries are filled on first visit (`OnceLock`: never twice, safe from many threads)
 //! and shared by every matcher of the grammar, while their total size stays within
 //! `Limits::max_mask_cache_bytes`; past it an entry is computed for one mask and dropped. Accepted
-//! sets are stored as an id list or a bitset, whichever is smaller.
+//! sets are stored as an id list or a bitset, whichever is smaller (plus the shared
+//! bitmask of the slices, which belongs to the vocabulary and is not counted).
 
 use crate::automaton::Dfa;
 use crate::follow::ByteSet;
