@@ -313,6 +313,9 @@ pub struct GrammarBuilder {
     rules: Vec<Rule>,
     defined: Vec<bool>,
     by_name: HashMap<String, RuleId>,
+    /// Per prefix, the suffix [`GrammarBuilder::fresh_name`] tries first (the ones below
+    /// it are taken), so that naming many rules of one prefix stays linear.
+    next_suffix: std::cell::RefCell<HashMap<String, u64>>,
 }
 
 /// A rule that was referred to but never defined, returned by [`GrammarBuilder::finish`].
@@ -357,10 +360,16 @@ impl GrammarBuilder {
         if !self.by_name.contains_key(prefix) {
             return prefix.to_string();
         }
-        (1..)
-            .map(|i| format!("{prefix}-{i}"))
-            .find(|n| !self.by_name.contains_key(n))
-            .unwrap_or_else(|| prefix.to_string())
+        let mut next = self.next_suffix.borrow_mut();
+        let first = next.get(prefix).copied().unwrap_or(1);
+        let (i, name) = (first..)
+            .map(|i| (i, format!("{prefix}-{i}")))
+            .find(|(_, n)| !self.by_name.contains_key(n))
+            .unwrap_or_else(|| (first, prefix.to_string()));
+        // The name is not declared yet: a caller may not use it, so this suffix is
+        // tried again next time.
+        next.insert(prefix.to_string(), i);
+        name
     }
 
     /// Declares a rule with a fresh name from `prefix` and defines it as `body`.

@@ -82,10 +82,11 @@ pub const MAX_CONVERTED_NODES: usize = 4_000_000;
 pub const MAX_ANY_ORDER_PROPERTIES: usize = 8;
 /// Bound on the member copies of one object in [`PropertyOrder::Any`] (rules times
 /// properties): the required properties are tracked when `2^required * properties` fits
-/// it, else written in the order of `required`; optional ones are tracked while the rules
-/// fit; an object needs more than four times the bound only with about 128 required
+/// it, else written in the order of `required` or of `properties`; optional ones are
+/// tracked while the rules
+/// fit; an object needs more than four times the bound only with about 64 required
 /// properties, and is then refused.
-pub const MAX_ANY_ORDER_COPIES: usize = 4_096;
+pub const MAX_ANY_ORDER_COPIES: usize = 1_024;
 
 /// Which whitespace the grammar allows between JSON tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +132,8 @@ pub enum PropertyOrder {
     /// Properties in any order. Up to [`MAX_ANY_ORDER_PROPERTIES`] in one object, each
     /// at most once. Above, within [`MAX_ANY_ORDER_COPIES`]: the required ones once each,
     /// in any order while few (`2^required * properties` within the bound), else in the
-    /// order of `required` with the others anywhere between them; optional ones at most
+    /// order of `required` or of `properties`, the others anywhere between them; optional
+    /// ones at most
     /// once while the bound allows tracking them (first in schema order), the rest may be
     /// repeated, each value checked (like additional properties). An object past four
     /// times the bound is refused (or, with `lenient`, kept in schema order).

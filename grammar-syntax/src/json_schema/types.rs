@@ -1421,13 +1421,14 @@ impl<'a> Converter<'a> {
     /// and so are as many optional ones, first in schema order, as keep
     /// `2^tracked * members` within it (up to [`super::MAX_ANY_ORDER_PROPERTIES`] members,
     /// all of them: each is written at most once). With more required members, they are
-    /// sequenced in `required_order` (the order of `required`), optional members going
-    /// anywhere between them, as many tracked as keep `(required + 1) * 2^tracked *
-    /// members` within the bound. A free optional member may be written again, each
-    /// occurrence's value checked against its schema, as additional properties are
-    /// (JSON Schema's data model has no two properties of one name, so such a document
-    /// has no meaning of its own to contradict). Objects whose sequenced members alone
-    /// exceed four times the bound are refused (or, with `lenient`, kept in schema order).
+    /// sequenced, in `required_order` (the order of `required`) or in the schema's order,
+    /// optional members going anywhere between them, as many tracked as keep
+    /// `states * 2^tracked * members` within the bound. A free optional member may be
+    /// written again, each occurrence's value checked against its schema, as additional
+    /// properties are (JSON Schema's data model has no two properties of one name, so such
+    /// a document has no meaning of its own to contradict). Objects whose sequenced
+    /// members alone exceed four times the bound are refused (or, with `lenient`, kept in
+    /// schema order).
     fn member_list_any_order(
         &mut self,
         members: &[(bool, Expr)],
@@ -1447,19 +1448,25 @@ impl<'a> Converter<'a> {
             }
         };
         let all_tracked = n <= super::MAX_ANY_ORDER_PROPERTIES;
-        // Required members as bits, or in sequence.
-        let (sequence, mut tracked): (Vec<usize>, Vec<usize>) =
+        // Required members as bits, or in sequence: the order of `required`, or the
+        // schema's order (of `properties`), either one.
+        let (sequences, mut tracked): (Vec<Vec<usize>>, Vec<usize>) =
             if all_tracked || copies(1, n_required) <= budget {
-                (Vec::new(), (0..n).filter(|&i| members[i].0).collect())
+                (vec![Vec::new()], (0..n).filter(|&i| members[i].0).collect())
             } else {
-                let mut sequence: Vec<usize> =
+                let mut listed: Vec<usize> =
                     required_order.iter().copied().filter(|&i| i < n && members[i].0).collect();
                 let rest: Vec<usize> =
-                    (0..n).filter(|i| members[*i].0 && !sequence.contains(i)).collect();
-                sequence.extend(rest);
-                (sequence, Vec::new())
+                    (0..n).filter(|i| members[*i].0 && !listed.contains(i)).collect();
+                listed.extend(rest);
+                let schema: Vec<usize> = (0..n).filter(|&i| members[i].0).collect();
+                if listed == schema {
+                    (vec![listed], Vec::new())
+                } else {
+                    (vec![listed, schema], Vec::new())
+                }
             };
-        let steps = sequence.len() + 1;
+        let steps: usize = sequences.iter().map(|s| s.len() + 1).sum();
         if copies(steps, tracked.len()) > 4 * budget {
             self.unsupported(
                 ptr.to_string(),
@@ -1477,7 +1484,6 @@ impl<'a> Converter<'a> {
             }
         }
         let bit_of = |i: usize| tracked.iter().position(|&t| t == i).map(|b| 1usize << b);
-        let step_of = |i: usize| sequence.iter().position(|&t| t == i);
         let required_bits: usize =
             (0..n).filter(|&i| members[i].0).filter_map(bit_of).fold(0, |a, b| a | b);
         // Members are written in every rule: what follows a member's key becomes a rule
@@ -1504,52 +1510,57 @@ impl<'a> Converter<'a> {
             }
         });
         let additional = additional.as_ref();
-        // State (step, set): `step` sequenced members and the tracked members of `set`
-        // written; its rule is rules[step * sets + set].
+        // State (step, set) of a sequence: its first `step` members and the tracked
+        // members of `set` written; its rule is rules[step * sets + set].
         let sets = 1usize << tracked.len();
-        let rules: Vec<crate::ir::RuleId> =
-            (0..steps * sets).map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
-        let rule = |step: usize, set: usize| Expr::Rule(rules[step * sets + set]);
         let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
-        // The alternatives that write one more member in state (step, set), each followed
-        // by the rule of the state after it.
-        let alternatives = |step: usize, set: usize, first: bool| {
-            let lead = |e: &Expr| if first { e.clone() } else { comma(e) };
-            let mut alts = Vec::new();
-            for (i, m) in members.iter().enumerate() {
-                let next = match (step_of(i), bit_of(i)) {
-                    (Some(k), _) if k == step => rule(step + 1, set),
-                    (Some(_), _) => continue,
-                    (None, Some(bit)) if set & bit == 0 => rule(step, set | bit),
-                    (None, Some(_)) => continue,
-                    (None, None) => rule(step, set),
-                };
-                alts.push(Expr::seq(vec![lead(m), next]));
-            }
-            if let Some(a) = additional {
-                alts.push(Expr::seq(vec![lead(a), rule(step, set)]));
-            }
-            alts
-        };
-        let can_end =
-            |step: usize, set: usize| step + 1 == steps && set & required_bits == required_bits;
-        for step in 0..steps {
-            for set in 0..sets {
+        let mut start = Vec::new();
+        for (index, sequence) in sequences.iter().enumerate() {
+            let steps = sequence.len() + 1;
+            let rules: Vec<crate::ir::RuleId> =
+                (0..steps * sets).map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
+            let rule = |step: usize, set: usize| Expr::Rule(rules[step * sets + set]);
+            let step_of = |i: usize| sequence.iter().position(|&t| t == i);
+            // The alternatives that write one more member in state (step, set), each
+            // followed by the rule of the state after it.
+            let alternatives = |step: usize, set: usize, first: bool| {
+                let lead = |e: &Expr| if first { e.clone() } else { comma(e) };
                 let mut alts = Vec::new();
-                if can_end(step, set) {
-                    alts.push(Expr::Empty);
+                for (i, m) in members.iter().enumerate() {
+                    let next = match (step_of(i), bit_of(i)) {
+                        (Some(k), _) if k == step => rule(step + 1, set),
+                        (Some(_), _) => continue,
+                        (None, Some(bit)) if set & bit == 0 => rule(step, set | bit),
+                        (None, Some(_)) => continue,
+                        (None, None) => rule(step, set),
+                    };
+                    alts.push(Expr::seq(vec![lead(m), next]));
                 }
-                alts.extend(alternatives(step, set, false));
-                let body = choice_or_never(alts);
-                self.b.define(rules[step * sets + set], body);
+                if let Some(a) = additional {
+                    alts.push(Expr::seq(vec![lead(a), rule(step, set)]));
+                }
+                alts
+            };
+            let can_end =
+                |step: usize, set: usize| step + 1 == steps && set & required_bits == required_bits;
+            for step in 0..steps {
+                for set in 0..sets {
+                    let mut alts = Vec::new();
+                    if can_end(step, set) {
+                        alts.push(Expr::Empty);
+                    }
+                    alts.extend(alternatives(step, set, false));
+                    let body = choice_or_never(alts);
+                    self.b.define(rules[step * sets + set], body);
+                }
             }
+            // Writing nothing is one way in, whichever the sequence.
+            if can_end(0, 0) && index == 0 {
+                start.push(Expr::Empty);
+            }
+            start.extend(alternatives(0, 0, true));
         }
-        let mut alts = Vec::new();
-        if can_end(0, 0) {
-            alts.push(Expr::Empty);
-        }
-        alts.extend(alternatives(0, 0, true));
-        Ok(choice_or_never(alts))
+        Ok(choice_or_never(start))
     }
 
     /// Known members in order (optional ones may be left out), then additional ones.
