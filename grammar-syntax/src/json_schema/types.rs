@@ -1412,6 +1412,16 @@ impl<'a> Converter<'a> {
         Ok(Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")]))
     }
 
+    /// `e` itself when it has at most `max` IR nodes, else a reference to a new rule of
+    /// body `e` (for expressions written in several places).
+    fn rule_past(&mut self, prefix: &str, e: &Expr, max: usize) -> Expr {
+        if e.size() > max {
+            Expr::Rule(self.b.add_fresh(prefix, e.clone()))
+        } else {
+            e.clone()
+        }
+    }
+
     /// Known members in any order, additional ones anywhere: a rule per state of what
     /// was written so far.
     ///
@@ -1496,19 +1506,10 @@ impl<'a> Converter<'a> {
                     let rest = self.b.add_fresh("member", Expr::seq(items[1..].to_vec()));
                     Expr::seq(vec![items[0].clone(), Expr::Rule(rest)])
                 }
-                _ if e.size() > MAX_ANY_ORDER_COPIED => {
-                    Expr::Rule(self.b.add_fresh("member", e.clone()))
-                }
-                _ => e.clone(),
+                _ => self.rule_past("member", e, MAX_ANY_ORDER_COPIED),
             })
             .collect();
-        let additional = additional.map(|a| {
-            if a.size() > MAX_ANY_ORDER_COPIED {
-                Expr::Rule(self.b.add_fresh("additional", a.clone()))
-            } else {
-                a.clone()
-            }
-        });
+        let additional = additional.map(|a| self.rule_past("additional", a, MAX_ANY_ORDER_COPIED));
         let additional = additional.as_ref();
         // State (step, set) of a sequence: its first `step` members and the tracked
         // members of `set` written; its rule is rules[step * sets + set].
@@ -1578,21 +1579,9 @@ impl<'a> Converter<'a> {
         // their copies would add up, so nested objects do not multiply sizes.
         let members: Vec<(bool, Expr)> = members
             .iter()
-            .map(|(required, e)| {
-                if e.size() > MAX_COPIED_MEMBER {
-                    (*required, Expr::Rule(self.b.add_fresh("member", e.clone())))
-                } else {
-                    (*required, e.clone())
-                }
-            })
+            .map(|(required, e)| (*required, self.rule_past("member", e, MAX_COPIED_MEMBER)))
             .collect();
-        let additional = additional.map(|a| {
-            if a.size() > MAX_COPIED_MEMBER {
-                Expr::Rule(self.b.add_fresh("additional", a.clone()))
-            } else {
-                a.clone()
-            }
-        });
+        let additional = additional.map(|a| self.rule_past("additional", a, MAX_COPIED_MEMBER));
         let additional = additional.as_ref();
         let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
         let use_rules = (first_required + 1) * total > 1024;
