@@ -33,6 +33,7 @@ enum Command {
 }
 
 fn main() {
+    restore_sigpipe();
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Check(args) => cli::check::run(args),
@@ -45,3 +46,17 @@ fn main() {
     };
     std::process::exit(code);
 }
+
+/// Output piped into a reader that stops early (`grammask convert s.json | head`) ends
+/// the process quietly, as other command-line tools do, instead of failing to print.
+#[cfg(unix)]
+fn restore_sigpipe() {
+    // SAFETY: called first thing in `main`, before any thread exists; setting a signal's
+    // disposition to its default has no other effect on the program.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn restore_sigpipe() {}

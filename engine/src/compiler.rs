@@ -233,8 +233,25 @@ impl Compiler {
         grammar: &Grammar,
         deadline: &Deadline,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let mut passes = self.config.passes.clone();
+        loop {
+            match self.compile_with(grammar, &passes, deadline)? {
+                Attempt::Done(compiled) => return Ok(compiled),
+                Attempt::KeepCallsIn(name) => passes.keep_calls_in.push(name),
+            }
+        }
+    }
+
+    /// One compilation with the given passes; a rule whose automaton blew up after
+    /// inlining comes back as [`Attempt::KeepCallsIn`] for another try.
+    fn compile_with(
+        &self,
+        grammar: &Grammar,
+        passes: &PassConfig,
+        deadline: &Deadline,
+    ) -> Result<Attempt, CompileError> {
         let limits = &self.config.limits;
-        let grammar = passes::run(grammar.clone(), &self.config.passes, deadline)?;
+        let grammar = passes::run(grammar.clone(), passes, deadline)?;
         let size = grammar.size();
         if size > limits.max_grammar_size {
             return Err(CompileError::Limit {
@@ -274,18 +291,36 @@ impl Compiler {
                     }
                 })?;
             let budget = limits.max_automaton_states.saturating_sub(total_states);
-            let dfa = Dfa::from_nfa(&nfa, budget, deadline).map_err(|e| match e {
-                DfaError::TooManyStates => CompileError::Limit {
-                    name: "automaton_states",
-                    message: format!(
-                        "the automata need more than {} states (at rule `{}`)",
-                        limits.max_automaton_states, rule.name
-                    ),
-                },
-                DfaError::Timeout => {
-                    deadline.error(&format!("automaton construction, rule `{}`", rule.name))
+            // Work budget of subset construction: unbounded, except for a rule with
+            // inlined bodies (see `PassConfig::inlined_work_factor`).
+            let work_budget = if passes.keep_calls_in.contains(&rule.name) {
+                usize::MAX
+            } else {
+                nfa.edges
+                    .len()
+                    .saturating_mul(passes.inlined_work_factor)
+                    .saturating_add(passes.inlined_work_floor)
+            };
+            let dfa = match Dfa::from_nfa(&nfa, budget, work_budget, deadline) {
+                Ok(dfa) => dfa,
+                Err(DfaError::TooMuchWork) => {
+                    return Ok(Attempt::KeepCallsIn(rule.name.clone()));
                 }
-            })?;
+                Err(DfaError::TooManyStates) => {
+                    return Err(CompileError::Limit {
+                        name: "automaton_states",
+                        message: format!(
+                            "the automata need more than {} states (at rule `{}`)",
+                            limits.max_automaton_states, rule.name
+                        ),
+                    })
+                }
+                Err(DfaError::Timeout) => {
+                    return Err(
+                        deadline.error(&format!("automaton construction, rule `{}`", rule.name))
+                    )
+                }
+            };
             total_states += dfa.len();
             automata.push(dfa);
         }
@@ -310,7 +345,7 @@ impl Compiler {
         if self.config.precompute_mask_cache {
             compiled.precompute(deadline)?;
         }
-        Ok(Arc::new(compiled))
+        Ok(Attempt::Done(Arc::new(compiled)))
     }
 
     /// Loads a grammar serialized by [`CompiledGrammar::serialize`] for this compiler's
@@ -341,6 +376,13 @@ impl Compiler {
     fn fingerprint(&self) -> u64 {
         *self.fingerprint.get_or_init(|| vocabulary_fingerprint(&self.vocab))
     }
+}
+
+/// How one try of [`Compiler::compile_with`] ended.
+enum Attempt {
+    Done(Arc<CompiledGrammar>),
+    /// This rule's automaton blew up after inlining: try again with its calls kept.
+    KeepCallsIn(String),
 }
 
 /// A grammar compiled for one vocabulary: immutable, `Send + Sync`, shared by `Arc` among

@@ -452,3 +452,44 @@ fn vocabulary_slices_change_speed_never_answers() {
         }
     }
 }
+
+/// Fifteen alternatives that read the same prefix and then each an unanchored pattern
+/// (`"{\"v\":\"" [a-z0-9]* LETTER [0-9]{6} [a-z0-9A-Z]* "\"...`): inlined into one rule,
+/// subset construction tracks which patterns have matched (2^15 subsets). The compiler
+/// builds that rule again with its calls kept, so the alternatives run as parallel stacks.
+#[test]
+fn alternatives_that_blow_up_when_inlined_keep_their_calls() {
+    let mut gbnf = String::from("root ::= ");
+    let letters: Vec<char> = ('A'..='O').collect();
+    gbnf.push_str(&(0..letters.len()).map(|i| format!("b{i}")).collect::<Vec<_>>().join(" | "));
+    gbnf.push('\n');
+    for (i, c) in letters.iter().enumerate() {
+        gbnf.push_str(&format!(
+            "b{i} ::= \"{{\\\"v\\\":\\\"\" [a-zA-Z0-9]* \"{c}\" [0-9]{{6}} [a-zA-Z0-9]* \"\\\",\\\"t\\\":{i}}}\"\n"
+        ));
+    }
+    let tokens: Vec<Vec<u8>> = (0u8..128).map(|b| vec![b]).chain([b"</s>".to_vec()]).collect();
+    let vocab = Vocabulary::from_byte_tokens(tokens, &[128], &[128], None).unwrap();
+    let limits = grammask_engine::Limits { max_automaton_states: 100_000, ..Default::default() };
+
+    // Inlined everywhere (the fallback switched off), the automaton passes the limit.
+    let mut config = grammask_engine::CompilerConfig { limits, ..Default::default() };
+    config.passes.inlined_work_factor = usize::MAX;
+    let err = Compiler::new(&vocab).with_config(config.clone()).compile_gbnf(&gbnf).unwrap_err();
+    assert!(matches!(err, CompileError::Limit { name: "automaton_states", .. }), "{err}");
+
+    // By default the blown-up rule keeps its calls, and the language is the same.
+    config.passes = Default::default();
+    let compiled = Compiler::new(&vocab).with_config(config).compile_gbnf(&gbnf).unwrap();
+    assert!(compiled.num_states() < 10_000, "{} states", compiled.num_states());
+    let accepts = |text: &str| {
+        let mut m = Matcher::new(compiled.clone());
+        m.accept_string(text).is_ok() && m.can_terminate()
+    };
+    assert!(accepts("{\"v\":\"xxC123456yy\",\"t\":2}"));
+    assert!(accepts("{\"v\":\"O000000\",\"t\":14}"));
+    assert!(accepts("{\"v\":\"A123456B654321\",\"t\":1}"));
+    assert!(!accepts("{\"v\":\"xxC123456yy\",\"t\":3}"));
+    assert!(!accepts("{\"v\":\"xxC12345yy\",\"t\":2}"));
+    assert!(!accepts("{\"v\":\"P123456\",\"t\":2}"));
+}

@@ -77,6 +77,9 @@ pub(crate) enum DfaError {
     TooManyStates,
     /// The compile time budget is spent.
     Timeout,
+    /// Subset construction went past its work budget (NFA states summed over the
+    /// subsets built).
+    TooMuchWork,
 }
 
 impl Dfa {
@@ -252,9 +255,10 @@ impl Dfa {
     pub(crate) fn from_nfa(
         nfa: &Nfa,
         max_states: usize,
+        max_work: usize,
         deadline: &Deadline,
     ) -> Result<Dfa, DfaError> {
-        let raw = determinize(nfa, max_states, deadline)?;
+        let raw = determinize(nfa, max_states, max_work, deadline)?;
         // Moore's refinement needs as many rounds as the longest chain of states that
         // differ only far ahead (a counted repetition of n has chains of n), so its cost
         // is quadratic there. Subset construction already yields near-minimal automata
@@ -317,7 +321,13 @@ fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, seen: &mut [bool]) {
     set.dedup();
 }
 
-fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa, DfaError> {
+fn determinize(
+    nfa: &Nfa,
+    max_states: usize,
+    max_work: usize,
+    deadline: &Deadline,
+) -> Result<Dfa, DfaError> {
+    let mut work = 0usize;
     let (class_of, n_classes) = byte_classes(nfa);
     let mut seen = vec![false; nfa.edges.len()];
     let mut sets: Vec<Vec<NfaState>> = Vec::new();
@@ -339,13 +349,18 @@ fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa,
     };
     let intern = |set: Vec<NfaState>,
                   sets: &mut Vec<Vec<NfaState>>,
-                  index: &mut SetMap<Vec<NfaState>>|
+                  index: &mut SetMap<Vec<NfaState>>,
+                  work: &mut usize|
      -> Result<u32, DfaError> {
         if let Some(&i) = index.get(&set) {
             return Ok(i);
         }
         if sets.len() >= max_states {
             return Err(DfaError::TooManyStates);
+        }
+        *work += set.len();
+        if *work > max_work {
+            return Err(DfaError::TooMuchWork);
         }
         let i = sets.len() as u32;
         index.insert(set.clone(), i);
@@ -394,7 +409,7 @@ fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa,
             } else {
                 let mut target = per_class[c].clone();
                 epsilon_closure(nfa, &mut target, &mut seen);
-                let t = intern(target, &mut sets, &mut index)?;
+                let t = intern(target, &mut sets, &mut index, &mut work)?;
                 distinct.push((c, t));
                 t
             };
@@ -403,13 +418,13 @@ fn determinize(nfa: &Nfa, max_states: usize, deadline: &Deadline) -> Result<Dfa,
         let mut call_row = SmallVec::new();
         for (rule, mut target) in calls {
             epsilon_closure(nfa, &mut target, &mut seen);
-            call_row.push((rule, StateId(intern(target, &mut sets, &mut index)?)));
+            call_row.push((rule, StateId(intern(target, &mut sets, &mut index, &mut work)?)));
         }
         dfa.calls.push(call_row);
         let mut token_row = SmallVec::new();
         for (token_set, mut target) in tokens {
             epsilon_closure(nfa, &mut target, &mut seen);
-            token_row.push((token_set, StateId(intern(target, &mut sets, &mut index)?)));
+            token_row.push((token_set, StateId(intern(target, &mut sets, &mut index, &mut work)?)));
         }
         dfa.tokens.push(token_row);
         i += 1;

@@ -43,6 +43,9 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let mut room = config.inline_max_total.saturating_sub(total);
     for scc in &sccs {
         for &r in scc {
+            if config.keep_calls_in.iter().any(|name| *name == grammar.rules[r].name) {
+                continue;
+            }
             let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
             let mut budget = config.inline_max_caller_size.saturating_sub(sizes[r]);
             budget = budget.min(room);

@@ -30,6 +30,22 @@ pub struct PassConfig {
     /// Largest size (in IR nodes) the whole grammar may grow to by inlining (a larger
     /// grammar does not grow at all).
     pub inline_max_total: usize,
+    /// Rules (by name) whose references to other rules stay calls: no body is inlined
+    /// into them. The compiler adds a rule here when inlining made its automaton blow
+    /// up (see [`PassConfig::inlined_work_factor`]).
+    pub keep_calls_in: Vec<String>,
+    /// Work budget of subset construction for a rule (NFA states summed over the DFA
+    /// states built): this many per NFA state, plus [`PassConfig::inlined_work_floor`].
+    /// A rule past it is built again without inlining into it. Subset construction can
+    /// be exponential when inlined alternatives run side by side (fifteen `anyOf`
+    /// objects each reading an unanchored `pattern` after the same key); as calls, the
+    /// alternatives become parallel stacks of the pushdown automaton instead, and the
+    /// language stays the same. MaskBench's rules need at most 55 per NFA state and
+    /// 2.8 million in all (default 64 and 1,000,000: a rule of 30,000 NFA states may
+    /// do 2.9 million).
+    pub inlined_work_factor: usize,
+    /// See [`PassConfig::inlined_work_factor`].
+    pub inlined_work_floor: usize,
 }
 
 impl Default for PassConfig {
@@ -38,6 +54,9 @@ impl Default for PassConfig {
             inline_max_rule_size: 4_000,
             inline_max_caller_size: 40_000,
             inline_max_total: 200_000,
+            keep_calls_in: Vec::new(),
+            inlined_work_factor: 64,
+            inlined_work_floor: 1_000_000,
         }
     }
 }
