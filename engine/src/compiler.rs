@@ -685,10 +685,8 @@ fn reach(dfa: &Dfa, bytes: impl Fn(()) -> bool, call: impl Fn(RuleId) -> bool) -
             }
         };
         if with_bytes {
-            for b in 0..=255u8 {
-                if let Some(t) = dfa.next(s, b) {
-                    visit(t);
-                }
+            for t in dfa.byte_targets(s) {
+                visit(t);
             }
             for &(_, t) in dfa.token_edges(s) {
                 visit(t);

@@ -499,3 +499,29 @@ fn any_order_refuses_too_many_required_members_with_their_pointer() {
     let reversed: Vec<(String, Value)> = inner.into_iter().rev().collect();
     assert!(!m.matches(&format!("{{\"inner\":{}}}", object_text(&reversed))));
 }
+
+#[test]
+fn rules_no_value_satisfies_are_dropped_so_the_rest_compiles() {
+    // `oneOf` of identical objects: no value matches exactly one, so `spec` is
+    // unsatisfiable and so is every object requiring it; the schema (no `type`) still
+    // accepts every other value. In any order the members become rules of their own.
+    let object = json!({"type": "object", "properties": {"t": {"type": "string"}}});
+    let schema = json!({
+        "definitions": {"spec": {"oneOf": [object.clone(), object.clone()]}},
+        "properties": {"spec": {"$ref": "#/definitions/spec"}, "other": {"type": "integer"}},
+        "required": ["spec", "other"]
+    });
+    for opts in [options(), JsonSchemaOptions::default()] {
+        let g = json_schema_to_grammar(&schema, &opts).expect("converts").grammar;
+        let productive = grammask_syntax::analysis::productive(&g);
+        assert!(productive.iter().all(|&p| p), "a rule that can never finish is left");
+        assert!(grammask_syntax::validate::validate(&g).iter().all(|d| !d.is_error()));
+        let m = ReferenceMatcher::new(&g);
+        for v in [json!(1), json!("x"), json!(null), json!([1])] {
+            assert!(m.matches(&v.to_string()), "{v}");
+        }
+        assert!(!m.matches(r#"{"other":1,"spec":{"t":"a"}}"#));
+        assert!(!m.matches(r#"{"spec":{"t":"a"},"other":1}"#));
+        assert!(!m.matches(r#"{"other":1}"#));
+    }
+}

@@ -30,9 +30,14 @@ impl Hasher for SetHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.write_u64(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
             let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
+            word[..rest.len()].copy_from_slice(rest);
             self.write_u64(u64::from_le_bytes(word));
         }
     }
@@ -105,6 +110,14 @@ impl Dfa {
         let class = self.class_of[byte as usize] as usize;
         let t = self.trans[state.index() * self.n_classes + class];
         (t != DEAD).then_some(StateId(t))
+    }
+
+    /// The targets of `state`'s byte transitions, one per byte class (a target may come
+    /// several times).
+    #[inline]
+    pub(crate) fn byte_targets(&self, state: StateId) -> impl Iterator<Item = StateId> + '_ {
+        let row = &self.trans[state.index() * self.n_classes..(state.index() + 1) * self.n_classes];
+        row.iter().filter(|&&t| t != DEAD).map(|&t| StateId(t))
     }
 
     /// The byte class of `byte` (bytes of one class have the same transitions in every
@@ -374,7 +387,9 @@ fn determinize(
         if i % 256 == 255 && deadline.exceeded() {
             return Err(DfaError::Timeout);
         }
-        let set = sets[i].clone();
+        // Taken out while its successors are interned (which only push new sets), put
+        // back below.
+        let set = std::mem::take(&mut sets[i]);
         for targets in per_class.iter_mut() {
             targets.clear();
         }
@@ -427,6 +442,7 @@ fn determinize(
             token_row.push((token_set, StateId(intern(target, &mut sets, &mut index, &mut work)?)));
         }
         dfa.tokens.push(token_row);
+        sets[i] = set;
         i += 1;
     }
     Ok(dfa)
@@ -451,28 +467,47 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
             .collect()
     };
     let mut n_blocks = block.iter().max().map_or(0, |m| m + 1);
+    // A state's signature: its block, then the blocks of its byte, call and token
+    // targets. Signatures are hashed in place and compared against a representative of
+    // each new block, so a round allocates nothing per state.
+    fn signature<'a>(dfa: &'a Dfa, block: &'a [u32], s: usize) -> impl Iterator<Item = u32> + 'a {
+        let nc = dfa.n_classes;
+        let targets = dfa.trans[s * nc..(s + 1) * nc]
+            .iter()
+            .map(|&t| if t == DEAD { DEAD } else { block[t as usize] })
+            .chain(dfa.calls[s].iter().map(|&(_, t)| block[t.index()]))
+            .chain(dfa.tokens[s].iter().map(|&(_, t)| block[t.index()]));
+        std::iter::once(block[s]).chain(targets)
+    }
+    // Per signature hash: the new blocks with that hash, each as (representative, block).
+    type Blocks = SmallVec<[(u32, u32); 1]>;
+    let mut by_hash: HashMap<u64, Blocks, BuildHasherDefault<SetHasher>> = HashMap::default();
     loop {
         if deadline.exceeded() {
             return Err(DfaError::Timeout);
         }
-        let mut keys: SetMap<Vec<u32>> = SetMap::default();
+        by_hash.clear();
         let mut next_block = Vec::with_capacity(n);
+        let mut count = 0u32;
         for s in 0..n {
-            let mut sig = Vec::with_capacity(nc + 4);
-            sig.push(block[s]);
-            for &t in &dfa.trans[s * nc..(s + 1) * nc] {
-                sig.push(if t == DEAD { DEAD } else { block[t as usize] });
+            let mut h = SetHasher(0);
+            for x in signature(&dfa, &block, s) {
+                h.write_u32(x);
             }
-            for &(_, t) in &dfa.calls[s] {
-                sig.push(block[t.index()]);
-            }
-            for &(_, t) in &dfa.tokens[s] {
-                sig.push(block[t.index()]);
-            }
-            let fresh = keys.len() as u32;
-            next_block.push(*keys.entry(sig).or_insert(fresh));
+            let candidates = by_hash.entry(h.finish()).or_default();
+            let found = candidates
+                .iter()
+                .find(|&&(rep, _)| {
+                    signature(&dfa, &block, rep as usize).eq(signature(&dfa, &block, s))
+                })
+                .map(|&(_, b)| b);
+            let b = found.unwrap_or_else(|| {
+                candidates.push((s as u32, count));
+                count += 1;
+                count - 1
+            });
+            next_block.push(b);
         }
-        let count = keys.len() as u32;
         block = next_block;
         if count == n_blocks {
             break;

@@ -310,7 +310,7 @@ pub fn json_schema_to_grammar(
             let grammar = b.finish(root).map_err(|u| {
                 Diagnostics::one(Diagnostic::global(format!("internal: rule `{}` undefined", u.0)))
             })?;
-            Ok(Converted { grammar, warnings })
+            Ok(Converted { grammar: drop_unsatisfiable_rules(grammar), warnings })
         }
         Err(e) => {
             let mut all = warnings;
@@ -318,6 +318,59 @@ pub fn json_schema_to_grammar(
             Err(Diagnostics(all))
         }
     }
+}
+
+/// Removes the rules no value can satisfy (rules with no finite derivation, such as a
+/// `oneOf` of identical branches or an object requiring such a property), each reference
+/// to one becoming an expression that matches nothing. The language stays the same, and
+/// the grammar has no rule that can never finish, which the engine refuses (a stack in
+/// such a rule could never complete) and `grammask check` reports for hand-written
+/// grammars. A root that can never finish is kept as it is, to be refused.
+fn drop_unsatisfiable_rules(grammar: Grammar) -> Grammar {
+    let productive = crate::analysis::productive(&grammar);
+    if !productive[grammar.root.index()] || productive.iter().all(|&p| p) {
+        return grammar;
+    }
+    let mut new_id = vec![None; grammar.rules.len()];
+    let mut next = 0usize;
+    for (i, &p) in productive.iter().enumerate() {
+        if p {
+            new_id[i] = Some(RuleId::new(next));
+            next += 1;
+        }
+    }
+    fn rewrite(e: &mut Expr, new_id: &[Option<RuleId>]) {
+        match e {
+            Expr::Rule(r) => match new_id[r.index()] {
+                Some(id) => *r = id,
+                None => *e = crate::regex::never(),
+            },
+            Expr::Seq(items) | Expr::Choice(items) => {
+                items.iter_mut().for_each(|i| rewrite(i, new_id))
+            }
+            Expr::Repeat { expr, .. } => rewrite(expr, new_id),
+            Expr::Empty
+            | Expr::Bytes(_)
+            | Expr::Class(_)
+            | Expr::ByteRanges(_)
+            | Expr::Tokens(_) => {}
+        }
+    }
+    let root = new_id[grammar.root.index()].expect("the root is productive");
+    let rules = grammar
+        .rules
+        .into_iter()
+        .zip(productive)
+        .filter(|(_, p)| *p)
+        .map(|(mut rule, _)| {
+            rewrite(&mut rule.body, &new_id);
+            if let Some(look) = &mut rule.lookahead {
+                rewrite(look, &new_id);
+            }
+            rule
+        })
+        .collect();
+    Grammar { rules, root }
 }
 
 /// The conversion state.

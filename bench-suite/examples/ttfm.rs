@@ -1,0 +1,66 @@
+//! Time to first mask (compile plus the first mask, cold) of every Nth MaskBench schema,
+//! in one process and without child processes, repeated: quick A/B comparisons of compile
+//! speed, and a target for `perf record`.
+//!
+//! `cargo run --release -p grammask-bench --example ttfm -- DIR EVERY RUNS TOKENIZER_JSON`
+//!
+//! Prints the median TTFM and compile time, the total over all schemas and runs, and the
+//! schemas around the median.
+use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [dir, every, runs, tokenizer] = args.as_slice() else {
+        return Err("usage: ttfm DIR EVERY RUNS TOKENIZER_JSON".into());
+    };
+    let every: usize = every.parse().map_err(|e| format!("EVERY: {e}"))?;
+    let runs: usize = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
+    let vocab = Arc::new(
+        Vocabulary::from_tokenizer_json(tokenizer).map_err(|e| format!("{tokenizer}: {e}"))?,
+    );
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{dir}: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut grammars = Vec::new();
+    for f in files.iter().step_by(every.max(1)) {
+        let Ok(bytes) = std::fs::read(f) else { continue };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+        if let Ok(c) = json_schema_to_grammar(&v["schema"], &JsonSchemaOptions::default()) {
+            grammars.push((f.clone(), c.grammar));
+        }
+    }
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        for (f, g) in &grammars {
+            let t = Instant::now();
+            let Ok(compiled) = Compiler::from_arc(vocab.clone()).compile_grammar(g) else {
+                continue;
+            };
+            let compile = t.elapsed();
+            let matcher = Matcher::new(compiled);
+            let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
+            matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
+            times.push((t.elapsed().as_secs_f64() * 1e3, compile.as_secs_f64() * 1e3, f.clone()));
+        }
+    }
+    if times.is_empty() {
+        return Err("no schema compiled".into());
+    }
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = times.len();
+    let (ttfm, compile, _) = &times[n / 2];
+    println!("{n} compiles: p50 TTFM {ttfm:.2} ms (compile {compile:.2} ms)");
+    let total: f64 = times.iter().map(|t| t.0).sum();
+    let total_compile: f64 = times.iter().map(|t| t.1).sum();
+    println!("total TTFM {total:.0} ms, compile {total_compile:.0} ms");
+    for (ttfm, compile, f) in &times[n.saturating_sub(6) / 2..(n / 2 + 3).min(n)] {
+        println!("{ttfm:.2} {compile:.2} {}", f.display());
+    }
+    Ok(())
+}
