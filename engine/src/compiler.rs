@@ -330,7 +330,7 @@ impl Compiler {
                 return Err(CompileError::TokenOutOfRange { id, vocab_size });
             }
         }
-        check_productive(&grammar, &automata, deadline)?;
+        check_productive(&grammar)?;
         deadline.check("the productivity check")?;
         check_left_recursion(&grammar, &automata)?;
         deadline.check("the left-recursion check")?;
@@ -360,7 +360,7 @@ impl Compiler {
                 return Err(CompileError::TokenOutOfRange { id, vocab_size });
             }
         }
-        check_productive(&parts.grammar, &parts.automata, &Deadline::unlimited())?;
+        check_automata_productive(&parts.grammar, &parts.automata, &Deadline::unlimited())?;
         check_left_recursion(&parts.grammar, &parts.automata)?;
         Ok(Arc::new(CompiledGrammar::assemble(
             self.vocab.clone(),
@@ -594,9 +594,30 @@ impl CompiledGrammar {
     }
 }
 
+/// Refuses a grammar with a rule that can never finish (a stack in it would never
+/// complete).
+fn check_productive(grammar: &Grammar) -> Result<(), CompileError> {
+    // Over the IR after the passes (the language of each rule's automaton): linear in the
+    // grammar, where a check over the automata revisits a caller whenever a callee
+    // becomes productive.
+    let productive = grammask_syntax::analysis::productive(grammar);
+    match productive.iter().position(|p| !p) {
+        None => Ok(()),
+        Some(r) => Err(refusal(
+            grammar,
+            r,
+            format!(
+                "rule `{}` can never finish (it has no finite derivation)",
+                grammar.rules[r].name
+            ),
+        )),
+    }
+}
+
+/// The same check over automata, for loaded ones (whose grammar the bytes only claim).
 /// Fixpoint: a rule is productive when an accepting state is reachable from its start
 /// through bytes, tokens and calls of productive rules.
-fn check_productive(
+fn check_automata_productive(
     grammar: &Grammar,
     automata: &[Dfa],
     deadline: &Deadline,

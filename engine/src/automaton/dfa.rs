@@ -311,8 +311,16 @@ fn byte_classes(nfa: &Nfa) -> ([u8; 256], usize) {
     (class_of, class + 1)
 }
 
-fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, seen: &mut [bool]) {
-    let mut stack: Vec<NfaState> = set.clone();
+/// Scratch space of [`epsilon_closure`], reused across calls.
+struct ClosureScratch {
+    seen: Vec<bool>,
+    stack: Vec<NfaState>,
+}
+
+fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, scratch: &mut ClosureScratch) {
+    let ClosureScratch { seen, stack } = scratch;
+    stack.clear();
+    stack.extend_from_slice(set);
     for &s in set.iter() {
         seen[s as usize] = true;
     }
@@ -342,7 +350,7 @@ fn determinize(
 ) -> Result<Dfa, DfaError> {
     let mut work = 0usize;
     let (class_of, n_classes) = byte_classes(nfa);
-    let mut seen = vec![false; nfa.edges.len()];
+    let mut seen = ClosureScratch { seen: vec![false; nfa.edges.len()], stack: Vec::new() };
     let mut sets: Vec<Vec<NfaState>> = Vec::new();
     let mut index: SetMap<Vec<NfaState>> = SetMap::default();
     let mut start = vec![nfa.start];
@@ -467,47 +475,78 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
             .collect()
     };
     let mut n_blocks = block.iter().max().map_or(0, |m| m + 1);
-    // A state's signature: its block, then the blocks of its byte, call and token
-    // targets. Signatures are hashed in place and compared against a representative of
-    // each new block, so a round allocates nothing per state.
-    fn signature<'a>(dfa: &'a Dfa, block: &'a [u32], s: usize) -> impl Iterator<Item = u32> + 'a {
-        let nc = dfa.n_classes;
-        let targets = dfa.trans[s * nc..(s + 1) * nc]
-            .iter()
-            .map(|&t| if t == DEAD { DEAD } else { block[t as usize] })
-            .chain(dfa.calls[s].iter().map(|&(_, t)| block[t.index()]))
-            .chain(dfa.tokens[s].iter().map(|&(_, t)| block[t.index()]));
-        std::iter::once(block[s]).chain(targets)
+    // Each state's byte transitions as runs of classes with one target.
+    let mut run_off: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut run_class: Vec<u32> = Vec::new();
+    let mut run_target: Vec<u32> = Vec::new();
+    for s in 0..n {
+        run_off.push(run_class.len());
+        let mut prev = None;
+        for (c, &t) in dfa.trans[s * nc..(s + 1) * nc].iter().enumerate() {
+            if prev != Some(t) {
+                run_class.push(c as u32);
+                run_target.push(t);
+                prev = Some(t);
+            }
+        }
     }
-    // Per signature hash: the new blocks with that hash, each as (representative, block).
-    type Blocks = SmallVec<[(u32, u32); 1]>;
-    let mut by_hash: HashMap<u64, Blocks, BuildHasherDefault<SetHasher>> = HashMap::default();
+    run_off.push(run_class.len());
+    // A state's signature: its block, its byte runs mapped to blocks (adjacent runs into
+    // one block merged, so equal rows give equal signatures), then the blocks of its
+    // call and token targets. States of one block have as many calls and token edges,
+    // so signatures of equal length line up.
+    let signature = |block: &[u32], s: usize, buf: &mut Vec<u32>| {
+        buf.clear();
+        buf.push(block[s]);
+        let mut last = None;
+        for i in run_off[s]..run_off[s + 1] {
+            let t = run_target[i];
+            let b = if t == DEAD { DEAD } else { block[t as usize] };
+            if last != Some(b) {
+                buf.push(run_class[i]);
+                buf.push(b);
+                last = Some(b);
+            }
+        }
+        buf.extend(dfa.calls[s].iter().map(|&(_, t)| block[t.index()]));
+        buf.extend(dfa.tokens[s].iter().map(|&(_, t)| block[t.index()]));
+    };
+    // Per signature hash, the new blocks with that hash; each new block's signature is
+    // kept in `arena`, so a round allocates nothing per state.
+    let mut by_hash: HashMap<u64, SmallVec<[u32; 1]>, BuildHasherDefault<SetHasher>> =
+        HashMap::default();
+    let mut arena: Vec<u32> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut buf: Vec<u32> = Vec::new();
     loop {
         if deadline.exceeded() {
             return Err(DfaError::Timeout);
         }
         by_hash.clear();
+        arena.clear();
+        spans.clear();
         let mut next_block = Vec::with_capacity(n);
-        let mut count = 0u32;
         for s in 0..n {
+            signature(&block, s, &mut buf);
             let mut h = SetHasher(0);
-            for x in signature(&dfa, &block, s) {
+            for &x in &buf {
                 h.write_u32(x);
             }
             let candidates = by_hash.entry(h.finish()).or_default();
             let found = candidates
                 .iter()
-                .find(|&&(rep, _)| {
-                    signature(&dfa, &block, rep as usize).eq(signature(&dfa, &block, s))
-                })
-                .map(|&(_, b)| b);
+                .copied()
+                .find(|&b| arena[spans[b as usize].0..][..spans[b as usize].1] == buf[..]);
             let b = found.unwrap_or_else(|| {
-                candidates.push((s as u32, count));
-                count += 1;
-                count - 1
+                let b = spans.len() as u32;
+                spans.push((arena.len(), buf.len()));
+                arena.extend_from_slice(&buf);
+                candidates.push(b);
+                b
             });
             next_block.push(b);
         }
+        let count = spans.len() as u32;
         block = next_block;
         if count == n_blocks {
             break;
