@@ -617,7 +617,10 @@ fn trim(dfa: Dfa) -> Dfa {
             .chain(dfa.calls[s].iter().map(|c| c.1 .0))
             .chain(dfa.tokens[s].iter().map(|t| t.1 .0));
         for t in succ {
-            preds[t as usize].push(s as u32);
+            // Many classes lead to one target: `s` is recorded once.
+            if preds[t as usize].last() != Some(&(s as u32)) {
+                preds[t as usize].push(s as u32);
+            }
         }
     }
     let mut live = dfa.accepting.clone();
