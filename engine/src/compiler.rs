@@ -47,8 +47,8 @@ pub struct Limits {
     /// (for the `compile_*` methods taking text) through the passes, the automata, the
     /// compile-time checks and, when [`CompilerConfig::precompute_mask_cache`] asks for
     /// it, the mask cache's eager precompute. Checked cooperatively (between passes,
-    /// every 256 states of subset construction, every round of minimization and of the
-    /// productivity check, before each precomputed position), so a compile past it
+    /// every 256 states of subset construction, every round of minimization, after the
+    /// (linear) productivity check, before each precomputed position), so a compile past it
     /// stops soon after with the limit named. Default 30 s: real grammars (llama.cpp's,
     /// MaskBench's schemas) compile in milliseconds to a few hundred milliseconds.
     pub max_compile_time: Duration,
@@ -601,17 +601,7 @@ fn check_productive(grammar: &Grammar) -> Result<(), CompileError> {
     // grammar, where a check over the automata revisits a caller whenever a callee
     // becomes productive.
     let productive = grammask_syntax::analysis::productive(grammar);
-    match productive.iter().position(|p| !p) {
-        None => Ok(()),
-        Some(r) => Err(refusal(
-            grammar,
-            r,
-            format!(
-                "rule `{}` can never finish (it has no finite derivation)",
-                grammar.rules[r].name
-            ),
-        )),
-    }
+    refuse_unproductive(grammar, &productive)
 }
 
 /// The same check over automata, for loaded ones (whose grammar the bytes only claim).
@@ -665,6 +655,11 @@ fn check_automata_productive(
             }
         }
     }
+    refuse_unproductive(grammar, &productive)
+}
+
+/// The refusal of the first rule that can never finish, if any.
+fn refuse_unproductive(grammar: &Grammar, productive: &[bool]) -> Result<(), CompileError> {
     match productive.iter().position(|p| !p) {
         None => Ok(()),
         Some(r) => Err(refusal(
