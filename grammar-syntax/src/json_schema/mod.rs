@@ -84,8 +84,9 @@ pub const MAX_ANY_ORDER_PROPERTIES: usize = 8;
 /// properties): the required properties are tracked when `2^required * properties` fits
 /// it, else written in the order of `required` or of `properties`; optional ones are
 /// tracked while the rules
-/// fit; an object needs more than four times the bound only with about 64 required
-/// properties, and is then refused.
+/// fit. An object needs more than four times the bound (and is then refused) with about
+/// 64 required properties listed in the same order by `required` and `properties`, or
+/// about 45 listed in different orders (both sequences are written).
 pub const MAX_ANY_ORDER_COPIES: usize = 1_024;
 
 /// Which whitespace the grammar allows between JSON tokens.
