@@ -56,6 +56,14 @@ fn mask_of(m: &Matcher) -> Vec<u32> {
     (0..size as u32).filter(|&i| get_bit(&mask, i)).collect()
 }
 
+/// One of `ids`, chosen by a xorshift step of `seed`.
+fn pick(seed: &mut u64, ids: &[u32]) -> u32 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    ids[(*seed % ids.len() as u64) as usize]
+}
+
 fn accepted_one_by_one(m: &Matcher) -> Vec<u32> {
     let size = m.grammar().vocabulary().vocab_size() as u32;
     (0..size).filter(|&i| m.fork().accept_token(i).is_ok()).collect()
@@ -272,10 +280,7 @@ fn mask_cache_changes_speed_never_answers() {
             if ma.is_empty() || a.is_terminated() {
                 break;
             }
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let id = ma[(seed % ma.len() as u64) as usize];
+            let id = pick(&mut seed, &ma);
             a.accept_token(id).unwrap();
             b.accept_token(id).unwrap();
             c.accept_token(id).unwrap();
@@ -443,10 +448,7 @@ fn vocabulary_slices_change_speed_never_answers() {
             if ma.is_empty() || a.is_terminated() {
                 break;
             }
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let id = ma[(seed % ma.len() as u64) as usize];
+            let id = pick(&mut seed, &ma);
             a.accept_token(id).unwrap();
             b.accept_token(id).unwrap();
         }
