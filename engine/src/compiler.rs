@@ -360,7 +360,7 @@ impl Compiler {
                 return Err(CompileError::TokenOutOfRange { id, vocab_size });
             }
         }
-        check_automata_productive(&parts.grammar, &parts.automata, &Deadline::unlimited())?;
+        check_automata_productive(&parts.grammar, &parts.automata)?;
         check_left_recursion(&parts.grammar, &parts.automata)?;
         Ok(Arc::new(CompiledGrammar::assemble(
             self.vocab.clone(),
@@ -607,11 +607,7 @@ fn check_productive(grammar: &Grammar) -> Result<(), CompileError> {
 /// The same check over automata, for loaded ones (whose grammar the bytes only claim).
 /// Fixpoint: a rule is productive when an accepting state is reachable from its start
 /// through bytes, tokens and calls of productive rules.
-fn check_automata_productive(
-    grammar: &Grammar,
-    automata: &[Dfa],
-    deadline: &Deadline,
-) -> Result<(), CompileError> {
+fn check_automata_productive(grammar: &Grammar, automata: &[Dfa]) -> Result<(), CompileError> {
     let n = automata.len();
     // Callers of each rule: a rule's productivity is rechecked when a callee becomes
     // productive (a work list, not rounds over every rule).
@@ -630,15 +626,10 @@ fn check_automata_productive(
     let mut productive = vec![false; n];
     let mut queued = vec![true; n];
     let mut work: Vec<usize> = (0..n).rev().collect();
-    let mut checked = 0usize;
     while let Some(r) = work.pop() {
         queued[r] = false;
         if productive[r] {
             continue;
-        }
-        checked += 1;
-        if checked % 256 == 0 {
-            deadline.check("the productivity check")?;
         }
         let dfa = &automata[r];
         let found = reach(dfa, |_| true, |rule| productive[rule.index()])

@@ -56,12 +56,38 @@ fn mask_of(m: &Matcher) -> Vec<u32> {
     (0..size as u32).filter(|&i| get_bit(&mask, i)).collect()
 }
 
-/// One of `ids`, chosen by a xorshift step of `seed`.
-fn pick(seed: &mut u64, ids: &[u32]) -> u32 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    ids[(*seed % ids.len() as u64) as usize]
+/// Seeded walks (each token picked among the allowed ones by a xorshift step): at every
+/// step the matchers of all `grammars` give the same mask, which is the set of tokens the
+/// first accepts one by one; `check` runs after each step's masks.
+fn masked_walks_agree(
+    grammars: &[Arc<grammask_engine::CompiledGrammar>],
+    mut seed: u64,
+    walks: usize,
+    steps: usize,
+    check: impl Fn(),
+) {
+    for _walk in 0..walks {
+        let mut matchers: Vec<Matcher> = grammars.iter().map(|g| Matcher::new(g.clone())).collect();
+        for _step in 0..steps {
+            let masks: Vec<Vec<u32>> = matchers.iter().map(mask_of).collect();
+            for other in &masks[1..] {
+                assert_eq!(&masks[0], other);
+            }
+            check();
+            let ma = &masks[0];
+            assert_eq!(*ma, accepted_one_by_one(&matchers[0]));
+            if ma.is_empty() || matchers[0].is_terminated() {
+                break;
+            }
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let id = ma[(seed % ma.len() as u64) as usize];
+            for m in &mut matchers {
+                m.accept_token(id).unwrap();
+            }
+        }
+    }
 }
 
 fn accepted_one_by_one(m: &Matcher) -> Vec<u32> {
@@ -267,25 +293,10 @@ fn mask_cache_changes_speed_never_answers() {
     let limits = grammask_engine::Limits { max_mask_cache_bytes: bound, ..Default::default() };
     let config = grammask_engine::CompilerConfig { limits, ..Default::default() };
     let bounded = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    for _walk in 0..40 {
-        let (mut a, mut b) = (Matcher::new(cached.clone()), Matcher::new(plain.clone()));
-        let mut c = Matcher::new(bounded.clone());
-        for _step in 0..30 {
-            let (ma, mb, mc) = (mask_of(&a), mask_of(&b), mask_of(&c));
-            assert_eq!(ma, mb);
-            assert_eq!(ma, mc);
-            assert!(bounded.mask_cache_memory() <= bound);
-            assert_eq!(ma, accepted_one_by_one(&a));
-            if ma.is_empty() || a.is_terminated() {
-                break;
-            }
-            let id = pick(&mut seed, &ma);
-            a.accept_token(id).unwrap();
-            b.accept_token(id).unwrap();
-            c.accept_token(id).unwrap();
-        }
-    }
+    let grammars = [cached.clone(), plain, bounded.clone()];
+    masked_walks_agree(&grammars, 0x9E37_79B9_7F4A_7C15, 40, 30, || {
+        assert!(bounded.mask_cache_memory() <= bound);
+    });
     assert!(
         cached.mask_cache_memory() > bound,
         "the walks must fill more than the bound for the bounded cache to be tested"
@@ -438,21 +449,7 @@ fn vocabulary_slices_change_speed_never_answers() {
     let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
     let plain =
         Compiler::new(&v).with_config(config).compile_json_schema(schema, &options).unwrap();
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    for _walk in 0..60 {
-        let (mut a, mut b) = (Matcher::new(cached.clone()), Matcher::new(plain.clone()));
-        for _step in 0..80 {
-            let ma = mask_of(&a);
-            assert_eq!(ma, mask_of(&b));
-            assert_eq!(ma, accepted_one_by_one(&a));
-            if ma.is_empty() || a.is_terminated() {
-                break;
-            }
-            let id = pick(&mut seed, &ma);
-            a.accept_token(id).unwrap();
-            b.accept_token(id).unwrap();
-        }
-    }
+    masked_walks_agree(&[cached, plain], 0x2545_F491_4F6C_DD1D, 60, 80, || {});
 }
 
 /// Fifteen alternatives that read the same prefix and then each an unanchored pattern

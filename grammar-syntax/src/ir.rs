@@ -239,6 +239,28 @@ impl Expr {
         Expr::repeat(expr, 1, None)
     }
 
+    /// This expression with every reference to a rule `r` renumbered to `new_id[r]`; a
+    /// reference to a rule whose `new_id` is `None` (a dropped rule) becomes the empty
+    /// class, which matches nothing.
+    pub fn renumber_rules(self, new_id: &[Option<RuleId>]) -> Expr {
+        match self {
+            Expr::Rule(r) => match new_id[r.index()] {
+                Some(id) => Expr::Rule(id),
+                None => Expr::Class(CharClass::new(false, [])),
+            },
+            Expr::Seq(items) => {
+                Expr::Seq(items.into_iter().map(|e| e.renumber_rules(new_id)).collect())
+            }
+            Expr::Choice(items) => {
+                Expr::Choice(items.into_iter().map(|e| e.renumber_rules(new_id)).collect())
+            }
+            Expr::Repeat { expr, min, max } => {
+                Expr::Repeat { expr: Box::new(expr.renumber_rules(new_id)), min, max }
+            }
+            other => other,
+        }
+    }
+
     /// Calls `f` on every rule this expression refers to directly.
     pub fn for_each_rule_ref(&self, f: &mut impl FnMut(RuleId)) {
         match self {

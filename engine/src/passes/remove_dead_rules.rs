@@ -3,7 +3,7 @@
 //! Invariant established: every rule is reachable from the root; rule ids are renumbered
 //! densely in order of first reach, the root first.
 
-use grammask_syntax::ir::{Expr, Grammar, RuleId};
+use grammask_syntax::ir::{Grammar, RuleId};
 
 /// Removes the rules the root cannot reach.
 pub fn remove_dead_rules(grammar: Grammar) -> Grammar {
@@ -37,34 +37,19 @@ pub fn remove_dead_rules(grammar: Grammar) -> Grammar {
             // Invariant: `order` lists each reachable rule once (a traversal of the call
             // graph), so each slot is taken once.
             let mut rule = rules[old.index()].take().expect("each rule is visited once");
-            rule.body = renumber(rule.body, &new_id);
-            rule.lookahead = rule.lookahead.map(|la| renumber(la, &new_id));
+            // Every rule a reachable rule refers to is reachable: no reference is dropped.
+            rule.body = rule.body.renumber_rules(&new_id);
+            rule.lookahead = rule.lookahead.map(|la| la.renumber_rules(&new_id));
             rule
         })
         .collect();
     Grammar { rules: renumbered, root: RuleId::new(0) }
 }
 
-fn renumber(expr: Expr, new_id: &[Option<RuleId>]) -> Expr {
-    match expr {
-        // Invariant: only reachable rules are renumbered, and a reference inside a reachable
-        // rule is reachable.
-        Expr::Rule(r) => Expr::Rule(new_id[r.index()].expect("reachable rules are renumbered")),
-        Expr::Seq(items) => Expr::Seq(items.into_iter().map(|e| renumber(e, new_id)).collect()),
-        Expr::Choice(items) => {
-            Expr::Choice(items.into_iter().map(|e| renumber(e, new_id)).collect())
-        }
-        Expr::Repeat { expr, min, max } => {
-            Expr::Repeat { expr: Box::new(renumber(*expr, new_id)), min, max }
-        }
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grammask_syntax::ir::GrammarBuilder;
+    use grammask_syntax::ir::{Expr, GrammarBuilder};
 
     #[test]
     fn drops_unreachable_and_puts_root_first() {

@@ -340,23 +340,6 @@ fn drop_unsatisfiable_rules(grammar: Grammar) -> Grammar {
             next += 1;
         }
     }
-    fn rewrite(e: &mut Expr, new_id: &[Option<RuleId>]) {
-        match e {
-            Expr::Rule(r) => match new_id[r.index()] {
-                Some(id) => *r = id,
-                None => *e = crate::regex::never(),
-            },
-            Expr::Seq(items) | Expr::Choice(items) => {
-                items.iter_mut().for_each(|i| rewrite(i, new_id))
-            }
-            Expr::Repeat { expr, .. } => rewrite(expr, new_id),
-            Expr::Empty
-            | Expr::Bytes(_)
-            | Expr::Class(_)
-            | Expr::ByteRanges(_)
-            | Expr::Tokens(_) => {}
-        }
-    }
     let root = new_id[grammar.root.index()].expect("the root is productive");
     let rules = grammar
         .rules
@@ -364,10 +347,8 @@ fn drop_unsatisfiable_rules(grammar: Grammar) -> Grammar {
         .zip(productive)
         .filter(|(_, p)| *p)
         .map(|(mut rule, _)| {
-            rewrite(&mut rule.body, &new_id);
-            if let Some(look) = &mut rule.lookahead {
-                rewrite(look, &new_id);
-            }
+            rule.body = rule.body.renumber_rules(&new_id);
+            rule.lookahead = rule.lookahead.map(|la| la.renumber_rules(&new_id));
             rule
         })
         .collect();
