@@ -591,23 +591,64 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
         alts.push(Expr::Class(CharClass::new(false, plain_ranges)));
     }
     let special = ('\0'..='\u{1f}').chain(['"', '\\', '/']);
+    let mut escapes: Vec<Vec<u8>> = Vec::new();
     for c in special {
         if !plain.contains(c) {
             continue;
         }
         if let Some(forms) = json_escapes(c) {
-            for f in forms {
-                if f != "/" {
-                    alts.push(Expr::literal(&f));
-                }
-            }
+            escapes.extend(forms.into_iter().filter(|f| f != "/").map(String::into_bytes));
         }
+    }
+    if !escapes.is_empty() {
+        alts.push(ascii_trie(escapes));
     }
     if alts.is_empty() {
         never()
     } else {
         Expr::choice(alts)
     }
+}
+
+/// The choice of a set of ASCII strings as a trie, bytes with the same continuations
+/// merged into one class: the escapes of all 32 control characters become
+/// `\\ ([bfnrt] | u00 ([0-7BEFbef] | 1 [0-9A-Fa-f]))`-like expressions of a dozen nodes
+/// instead of sixty literals, which keeps the automata of key complements small.
+fn ascii_trie(mut strings: Vec<Vec<u8>>) -> Expr {
+    strings.sort();
+    strings.dedup();
+    let ends = strings.first().is_some_and(Vec::is_empty);
+    // (first byte, continuations), in byte order.
+    let mut groups: Vec<(u8, Vec<Vec<u8>>)> = Vec::new();
+    for s in strings.iter().filter(|s| !s.is_empty()) {
+        match groups.last_mut() {
+            Some((b, rest)) if *b == s[0] => rest.push(s[1..].to_vec()),
+            _ => groups.push((s[0], vec![s[1..].to_vec()])),
+        }
+    }
+    // Bytes with identical continuations share one class.
+    let mut merged: Vec<(Vec<u8>, Vec<Vec<u8>>)> = Vec::new();
+    for (b, rest) in groups {
+        match merged.iter_mut().find(|(_, r)| *r == rest) {
+            Some((bytes, _)) => bytes.push(b),
+            None => merged.push((vec![b], rest)),
+        }
+    }
+    let mut alts: Vec<Expr> = Vec::new();
+    if ends {
+        alts.push(Expr::Empty);
+    }
+    for (bytes, rest) in merged {
+        let ranges = bytes.iter().map(|&b| (char::from(b), char::from(b)));
+        let head = if bytes.len() == 1 {
+            Expr::Bytes(bytes)
+        } else {
+            Expr::Class(CharClass::new(false, ranges))
+        };
+        let tail = ascii_trie(rest);
+        alts.push(if tail == Expr::Empty { head } else { Expr::Seq(vec![head, tail]) });
+    }
+    Expr::choice(alts)
 }
 
 /// `ranges` minus `remove` (both sorted, merged, inclusive).

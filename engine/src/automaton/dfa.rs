@@ -17,7 +17,7 @@ use crate::deadline::Deadline;
 use crate::ids::{StateId, TokenSetId};
 use grammask_syntax::ir::RuleId;
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A fast hasher for the state sets of subset construction (vectors of small integers;
@@ -52,7 +52,6 @@ impl Hasher for SetHasher {
     }
 }
 
-type SetMap<K> = HashMap<K, u32, BuildHasherDefault<SetHasher>>;
 
 /// No transition.
 pub(crate) const DEAD: u32 = u32::MAX;
@@ -342,6 +341,58 @@ fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, scratch: &mut ClosureScra
     set.dedup();
 }
 
+/// The NFA state sets of subset construction, interned: every set in one arena, found
+/// by hash, so building a DFA state allocates nothing of its own.
+struct SetTable {
+    data: Vec<NfaState>,
+    spans: Vec<(u32, u32)>,
+    by_hash: HashMap<u64, SmallVec<[u32; 1]>, BuildHasherDefault<SetHasher>>,
+}
+
+impl SetTable {
+    fn get(&self, i: usize) -> &[NfaState] {
+        let (off, len) = self.spans[i];
+        &self.data[off as usize..][..len as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The index of `set` (sorted, deduplicated), added when new; `work` counts the NFA
+    /// states of the sets added.
+    fn intern(
+        &mut self,
+        set: &[NfaState],
+        max_states: usize,
+        max_work: usize,
+        work: &mut usize,
+    ) -> Result<u32, DfaError> {
+        let mut h = SetHasher(0);
+        set.iter().for_each(|&x| h.write_u32(x));
+        let Self { data, spans, by_hash } = self;
+        let candidates = by_hash.entry(h.finish()).or_default();
+        if let Some(&i) = candidates.iter().find(|&&i| {
+            let (off, len) = spans[i as usize];
+            &data[off as usize..][..len as usize] == set
+        }) {
+            return Ok(i);
+        }
+        if spans.len() >= max_states {
+            return Err(DfaError::TooManyStates);
+        }
+        *work += set.len();
+        if *work > max_work {
+            return Err(DfaError::TooMuchWork);
+        }
+        let i = spans.len() as u32;
+        spans.push((data.len() as u32, set.len() as u32));
+        data.extend_from_slice(set);
+        candidates.push(i);
+        Ok(i)
+    }
+}
+
 fn determinize(
     nfa: &Nfa,
     max_states: usize,
@@ -350,13 +401,11 @@ fn determinize(
 ) -> Result<Dfa, DfaError> {
     let mut work = 0usize;
     let (class_of, n_classes) = byte_classes(nfa);
-    let mut seen = ClosureScratch { seen: vec![false; nfa.edges.len()], stack: Vec::new() };
-    let mut sets: Vec<Vec<NfaState>> = Vec::new();
-    let mut index: SetMap<Vec<NfaState>> = SetMap::default();
-    let mut start = vec![nfa.start];
-    epsilon_closure(nfa, &mut start, &mut seen);
-    index.insert(start.clone(), 0);
-    sets.push(start);
+    let mut scratch = ClosureScratch { seen: vec![false; nfa.edges.len()], stack: Vec::new() };
+    let mut table = SetTable { data: Vec::new(), spans: Vec::new(), by_hash: HashMap::default() };
+    let mut target = vec![nfa.start];
+    epsilon_closure(nfa, &mut target, &mut scratch);
+    table.intern(&target, max_states, max_work, &mut work)?;
 
     let mut dfa = Dfa {
         class_of,
@@ -368,89 +417,100 @@ fn determinize(
         reads_input: Vec::new(),
         start: StateId(0),
     };
-    let intern = |set: Vec<NfaState>,
-                  sets: &mut Vec<Vec<NfaState>>,
-                  index: &mut SetMap<Vec<NfaState>>,
-                  work: &mut usize|
-     -> Result<u32, DfaError> {
-        if let Some(&i) = index.get(&set) {
-            return Ok(i);
-        }
-        if sets.len() >= max_states {
-            return Err(DfaError::TooManyStates);
-        }
-        *work += set.len();
-        if *work > max_work {
-            return Err(DfaError::TooMuchWork);
-        }
-        let i = sets.len() as u32;
-        index.insert(set.clone(), i);
-        sets.push(set);
-        Ok(i)
-    };
-
-    let mut per_class: Vec<Vec<NfaState>> = vec![Vec::new(); n_classes];
+    // Reused per state: the set being expanded, its byte edges as class ranges, the
+    // class points where the set of targets changes, and its call and token edges.
+    let mut set: Vec<NfaState> = Vec::new();
+    let mut ranges: Vec<(u8, u8, NfaState)> = Vec::new();
+    let mut points: Vec<u16> = Vec::new();
+    let mut symbols: Vec<(u8, u32, NfaState)> = Vec::new();
+    // Per state: the targets (before closure) of the segments already interned.
+    let mut seen_targets: Vec<(Vec<NfaState>, u32)> = Vec::new();
     let mut i = 0;
-    while i < sets.len() {
+    while i < table.len() {
         if i % 256 == 255 && deadline.exceeded() {
             return Err(DfaError::Timeout);
         }
-        // Taken out while its successors are interned (which only push new sets), put
-        // back below.
-        let set = std::mem::take(&mut sets[i]);
-        for targets in per_class.iter_mut() {
-            targets.clear();
-        }
-        let mut calls: BTreeMap<RuleId, Vec<NfaState>> = BTreeMap::new();
-        let mut tokens: BTreeMap<TokenSetId, Vec<NfaState>> = BTreeMap::new();
+        set.clear();
+        set.extend_from_slice(table.get(i));
+        ranges.clear();
+        symbols.clear();
         for &s in &set {
             for e in &nfa.edges[s as usize] {
                 match *e {
                     Edge::Epsilon(_) => {}
                     Edge::Bytes { lo, hi, to } => {
-                        let (first, last) = (class_of[lo as usize], class_of[hi as usize]);
-                        for c in first..=last {
-                            per_class[c as usize].push(to);
-                        }
+                        ranges.push((class_of[lo as usize], class_of[hi as usize], to));
                     }
-                    Edge::Call { rule, to } => calls.entry(rule).or_default().push(to),
-                    Edge::Tokens { set, to } => tokens.entry(set).or_default().push(to),
+                    Edge::Call { rule, to } => symbols.push((0, rule.index() as u32, to)),
+                    Edge::Tokens { set, to } => symbols.push((1, set.0, to)),
                 }
             }
         }
-        dfa.accepting.push(set.contains(&nfa.accept));
-        // Many classes step to the same NFA states: close and intern each distinct
-        // target once per state.
-        let mut distinct: Vec<(usize, u32)> = Vec::new();
-        for c in 0..per_class.len() {
-            let t = if per_class[c].is_empty() {
-                DEAD
-            } else if let Some(&(_, t)) =
-                distinct.iter().find(|(d, _)| per_class[*d] == per_class[c])
-            {
-                t
-            } else {
-                let mut target = per_class[c].clone();
-                epsilon_closure(nfa, &mut target, &mut seen);
-                let t = intern(target, &mut sets, &mut index, &mut work)?;
-                distinct.push((c, t));
-                t
-            };
-            dfa.trans.push(t);
+        dfa.accepting.push(set.binary_search(&nfa.accept).is_ok());
+        // Classes between two consecutive points step to the same NFA states: close and
+        // intern each such segment once.
+        let row = dfa.trans.len();
+        dfa.trans.resize(row + n_classes, DEAD);
+        points.clear();
+        for &(first, last, _) in &ranges {
+            points.push(u16::from(first));
+            points.push(u16::from(last) + 1);
         }
+        points.sort_unstable();
+        points.dedup();
+        let mut used = 0;
+        for w in points.windows(2) {
+            let (from, to) = (w[0], w[1]);
+            target.clear();
+            target.extend(
+                ranges
+                    .iter()
+                    .filter(|&&(first, last, _)| u16::from(first) <= from && u16::from(last) >= from)
+                    .map(|&(_, _, t)| t),
+            );
+            if target.is_empty() {
+                continue;
+            }
+            target.sort_unstable();
+            target.dedup();
+            let t = match seen_targets[..used].iter().find(|(t, _)| *t == target) {
+                Some(&(_, t)) => t,
+                None => {
+                    if used == seen_targets.len() {
+                        seen_targets.push((Vec::new(), 0));
+                    }
+                    seen_targets[used].0.clear();
+                    seen_targets[used].0.extend_from_slice(&target);
+                    epsilon_closure(nfa, &mut target, &mut scratch);
+                    let t = table.intern(&target, max_states, max_work, &mut work)?;
+                    seen_targets[used].1 = t;
+                    used += 1;
+                    t
+                }
+            };
+            dfa.trans[row + from as usize..row + to as usize].fill(t);
+        }
+        symbols.sort_unstable();
         let mut call_row = SmallVec::new();
-        for (rule, mut target) in calls {
-            epsilon_closure(nfa, &mut target, &mut seen);
-            call_row.push((rule, StateId(intern(target, &mut sets, &mut index, &mut work)?)));
+        let mut token_row = SmallVec::new();
+        let mut k = 0;
+        while k < symbols.len() {
+            let (kind, key, _) = symbols[k];
+            target.clear();
+            while k < symbols.len() && symbols[k].0 == kind && symbols[k].1 == key {
+                target.push(symbols[k].2);
+                k += 1;
+            }
+            epsilon_closure(nfa, &mut target, &mut scratch);
+            let t = StateId(table.intern(&target, max_states, max_work, &mut work)?);
+            if kind == 0 {
+                call_row.push((RuleId::new(key as usize), t));
+            } else {
+                token_row.push((TokenSetId(key), t));
+            }
         }
         dfa.calls.push(call_row);
-        let mut token_row = SmallVec::new();
-        for (token_set, mut target) in tokens {
-            epsilon_closure(nfa, &mut target, &mut seen);
-            token_row.push((token_set, StateId(intern(target, &mut sets, &mut index, &mut work)?)));
-        }
         dfa.tokens.push(token_row);
-        sets[i] = set;
         i += 1;
     }
     Ok(dfa)
