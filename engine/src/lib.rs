@@ -2,7 +2,7 @@
 //! against it, filling token bitmasks.
 //!
 //! - [`passes`]: IR → IR transformations, the pipeline in one place.
-//! - [`automaton`]: per-rule byte automata (NFA → minimized, trimmed DFA).
+//! - [`automaton`]: per-rule byte automata (NFA → minimized DFA whose states can all finish).
 //! - [`compiler`]: [`Compiler`], [`CompiledGrammar`] (serializable) and the [`Limits`].
 //! - [`deadline`]: the compile time budget, checked cooperatively.
 //! - `cache`: [`GrammarCache`], compiled grammars by content, memory-bounded.

@@ -9,8 +9,8 @@
 //! context-dependent tokens of each stack's position ([`crate::token_cache`]); the rest
 //! come from the cache.
 //!
-//! A token is allowed when its last byte is read by some stack. Automata are trimmed
-//! (every state can still finish its rule) and every rule can finish, so an allowed token
+//! A token is allowed when its last byte is read by some stack. Every automaton state
+//! can still finish its rule and every rule can finish, so an allowed token
 //! never leads into a dead end.
 
 use crate::compiler::CompiledGrammar;

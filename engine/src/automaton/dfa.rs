@@ -1,16 +1,17 @@
-//! Subset construction, minimization and trimming: a rule's NFA to a DFA over byte
-//! classes, rule calls and token sets.
+//! Subset construction and minimization: a rule's NFA to a DFA over byte classes, rule
+//! calls and token sets.
 //!
 //! The alphabet is split into byte equivalence classes (bytes that no edge of the rule
 //! tells apart), so a state's byte transitions are one row of `n_classes` entries. Calls
 //! and token-set edges are symbols of their own: a DFA state calls each rule at most once,
 //! continuing at one state.
 //!
+//! The state sets hold only NFA states from which the accepting state can be reached, so
+//! every DFA state can still finish its rule (the start state aside, when the rule cannot
+//! finish at all): the mask never allows a token that leads into a dead end.
+//!
 //! Minimization is Moore's partition refinement (states with the same acceptance, the
-//! same call and token-set symbols, and transitions into the same blocks merge). Trimming
-//! removes states from which no accepting state can be reached, so every state the matcher
-//! can stand in can still finish its rule: the mask never allows a token that leads into
-//! a dead end.
+//! same call and token-set symbols, and transitions into the same blocks merge).
 
 use super::nfa::{Edge, Nfa, NfaState};
 use crate::deadline::Deadline;
@@ -51,7 +52,6 @@ impl Hasher for SetHasher {
         self.write_u64(n as u64);
     }
 }
-
 
 /// No transition.
 pub(crate) const DEAD: u32 = u32::MAX;
@@ -261,7 +261,7 @@ impl Dfa {
         Ok(Dfa { class_of, n_classes, trans, accepting, calls, tokens, reads_input, start })
     }
 
-    /// Determinizes, minimizes and trims `nfa`.
+    /// Determinizes and minimizes `nfa`.
     /// The `deadline` is checked every 256 states of subset construction and every round
     /// of minimization.
     pub(crate) fn from_nfa(
@@ -276,7 +276,7 @@ impl Dfa {
         // is quadratic there. Subset construction already yields near-minimal automata
         // for such chains; past the threshold the automaton is kept as determinized.
         let raw = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw, deadline)? } else { raw };
-        let mut dfa = trim(raw);
+        let mut dfa = raw;
         dfa.reads_input = (0..dfa.len())
             .map(|s| {
                 let s = StateId::new(s);
@@ -291,12 +291,10 @@ impl Dfa {
 fn byte_classes(nfa: &Nfa) -> ([u8; 256], usize) {
     let mut boundary = [false; 257];
     boundary[0] = true;
-    for edges in &nfa.edges {
-        for e in edges {
-            if let Edge::Bytes { lo, hi, .. } = *e {
-                boundary[lo as usize] = true;
-                boundary[hi as usize + 1] = true;
-            }
+    for e in nfa.all_edges() {
+        if let Edge::Bytes { lo, hi, .. } = *e {
+            boundary[lo as usize] = true;
+            boundary[hi as usize + 1] = true;
         }
     }
     let mut class_of = [0u8; 256];
@@ -324,7 +322,7 @@ fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, scratch: &mut ClosureScra
         seen[s as usize] = true;
     }
     while let Some(s) = stack.pop() {
-        for e in &nfa.edges[s as usize] {
+        for e in nfa.edges(s) {
             if let Edge::Epsilon(t) = *e {
                 if !seen[t as usize] {
                     seen[t as usize] = true;
@@ -401,10 +399,14 @@ fn determinize(
 ) -> Result<Dfa, DfaError> {
     let mut work = 0usize;
     let (class_of, n_classes) = byte_classes(nfa);
-    let mut scratch = ClosureScratch { seen: vec![false; nfa.edges.len()], stack: Vec::new() };
+    let mut scratch = ClosureScratch { seen: vec![false; nfa.len()], stack: Vec::new() };
     let mut table = SetTable { data: Vec::new(), spans: Vec::new(), by_hash: HashMap::default() };
+    // Sets keep only live NFA states (the others never reach the end of the rule), so
+    // every DFA state but perhaps the start can finish the rule: no trimming after.
+    let live = nfa.live();
     let mut target = vec![nfa.start];
     epsilon_closure(nfa, &mut target, &mut scratch);
+    target.retain(|&s| live[s as usize]);
     table.intern(&target, max_states, max_work, &mut work)?;
 
     let mut dfa = Dfa {
@@ -435,7 +437,7 @@ fn determinize(
         ranges.clear();
         symbols.clear();
         for &s in &set {
-            for e in &nfa.edges[s as usize] {
+            for e in nfa.edges(s) {
                 match *e {
                     Edge::Epsilon(_) => {}
                     Edge::Bytes { lo, hi, to } => {
@@ -465,7 +467,9 @@ fn determinize(
             target.extend(
                 ranges
                     .iter()
-                    .filter(|&&(first, last, _)| u16::from(first) <= from && u16::from(last) >= from)
+                    .filter(|&&(first, last, t)| {
+                        u16::from(first) <= from && u16::from(last) >= from && live[t as usize]
+                    })
                     .map(|&(_, _, t)| t),
             );
             if target.is_empty() {
@@ -482,6 +486,7 @@ fn determinize(
                     seen_targets[used].0.clear();
                     seen_targets[used].0.extend_from_slice(&target);
                     epsilon_closure(nfa, &mut target, &mut scratch);
+                    target.retain(|&s| live[s as usize]);
                     let t = table.intern(&target, max_states, max_work, &mut work)?;
                     seen_targets[used].1 = t;
                     used += 1;
@@ -498,10 +503,16 @@ fn determinize(
             let (kind, key, _) = symbols[k];
             target.clear();
             while k < symbols.len() && symbols[k].0 == kind && symbols[k].1 == key {
-                target.push(symbols[k].2);
+                if live[symbols[k].2 as usize] {
+                    target.push(symbols[k].2);
+                }
                 k += 1;
             }
+            if target.is_empty() {
+                continue;
+            }
             epsilon_closure(nfa, &mut target, &mut scratch);
+            target.retain(|&s| live[s as usize]);
             let t = StateId(table.intern(&target, max_states, max_work, &mut work)?);
             if kind == 0 {
                 call_row.push((RuleId::new(key as usize), t));
@@ -521,9 +532,17 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
     let n = dfa.len();
     let nc = dfa.n_classes;
     let mut block: Vec<u32> = {
-        let mut keys: HashMap<(bool, Vec<RuleId>, Vec<TokenSetId>), u32> = HashMap::new();
+        // States without calls or token edges (most) split by acceptance alone.
+        type Key = (bool, SmallVec<[RuleId; 2]>, SmallVec<[TokenSetId; 2]>);
+        let mut keys: HashMap<Key, u32> = HashMap::new();
+        for accepting in [false, true] {
+            keys.insert((accepting, SmallVec::new(), SmallVec::new()), accepting as u32);
+        }
         (0..n)
             .map(|s| {
+                if dfa.calls[s].is_empty() && dfa.tokens[s].is_empty() {
+                    return dfa.accepting[s] as u32;
+                }
                 let key = (
                     dfa.accepting[s],
                     dfa.calls[s].iter().map(|c| c.0).collect(),
@@ -534,7 +553,13 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
             })
             .collect()
     };
-    let mut n_blocks = block.iter().max().map_or(0, |m| m + 1);
+    // Distinct blocks (numbers 0 and 1 may be unused).
+    let mut n_blocks = {
+        let mut used = block.clone();
+        used.sort_unstable();
+        used.dedup();
+        used.len() as u32
+    };
     // Each state's byte transitions as runs of classes with one target.
     let mut run_off: Vec<usize> = Vec::with_capacity(n + 1);
     let mut run_class: Vec<u32> = Vec::new();
@@ -660,82 +685,4 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
         out.tokens.push(dfa.tokens[s].iter().map(|&(k, t)| (k, StateId(map(t.0)))).collect());
     }
     Ok(out)
-}
-
-/// Removes states that cannot reach an accepting state (calls count as passable: every
-/// rule is checked to finish before automata are built). The start state stays even when
-/// it is dead, so the automaton is never empty.
-fn trim(dfa: Dfa) -> Dfa {
-    let n = dfa.len();
-    let nc = dfa.n_classes;
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for s in 0..n {
-        let succ = dfa.trans[s * nc..(s + 1) * nc]
-            .iter()
-            .filter(|&&t| t != DEAD)
-            .copied()
-            .chain(dfa.calls[s].iter().map(|c| c.1 .0))
-            .chain(dfa.tokens[s].iter().map(|t| t.1 .0));
-        for t in succ {
-            // Many classes lead to one target: `s` is recorded once.
-            if preds[t as usize].last() != Some(&(s as u32)) {
-                preds[t as usize].push(s as u32);
-            }
-        }
-    }
-    let mut live = dfa.accepting.clone();
-    let mut stack: Vec<u32> = (0..n as u32).filter(|&s| live[s as usize]).collect();
-    while let Some(s) = stack.pop() {
-        for &p in &preds[s as usize] {
-            if !live[p as usize] {
-                live[p as usize] = true;
-                stack.push(p);
-            }
-        }
-    }
-    live[dfa.start.index()] = true;
-    if live.iter().all(|&l| l) {
-        return dfa;
-    }
-    let mut new_id = vec![DEAD; n];
-    let mut next = 0u32;
-    for s in 0..n {
-        if live[s] {
-            new_id[s] = next;
-            next += 1;
-        }
-    }
-    let map = |t: u32| if t == DEAD { DEAD } else { new_id[t as usize] };
-    let mut out = Dfa {
-        class_of: dfa.class_of,
-        n_classes: nc,
-        trans: Vec::new(),
-        accepting: Vec::new(),
-        calls: Vec::new(),
-        tokens: Vec::new(),
-        reads_input: Vec::new(),
-        start: StateId(new_id[dfa.start.index()]),
-    };
-    for s in 0..n {
-        if !live[s] {
-            continue;
-        }
-        out.trans.extend(dfa.trans[s * nc..(s + 1) * nc].iter().map(|&t| map(t)));
-        out.accepting.push(dfa.accepting[s]);
-        out.calls.push(
-            dfa.calls[s]
-                .iter()
-                .filter(|c| live[c.1.index()])
-                .map(|&(r, t)| (r, StateId(map(t.0))))
-                .collect(),
-        );
-        out.tokens.push(
-            dfa.tokens[s]
-                .iter()
-                .filter(|c| live[c.1.index()])
-                .map(|&(k, t)| (k, StateId(map(t.0))))
-                .collect(),
-        );
-    }
-    out
 }

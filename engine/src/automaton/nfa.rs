@@ -23,10 +23,12 @@ pub(crate) enum Edge {
     Tokens { set: TokenSetId, to: NfaState },
 }
 
-/// A rule body as an NFA with one start and one accepting state.
+/// A rule body as an NFA with one start and one accepting state. Edges are stored by
+/// source state in one list (`offsets[s]..offsets[s + 1]`).
 #[derive(Debug, Default)]
 pub(crate) struct Nfa {
-    pub(crate) edges: Vec<Vec<Edge>>,
+    offsets: Vec<u32>,
+    list: Vec<Edge>,
     pub(crate) start: NfaState,
     pub(crate) accept: NfaState,
 }
@@ -47,33 +49,104 @@ impl Nfa {
         max_states: usize,
         token_set: &mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
     ) -> Result<Nfa, NfaError> {
-        let mut b = Builder { nfa: Nfa::default(), max_states, token_set };
+        let mut b = Builder { states: 0, edges: Vec::new(), max_states, token_set };
         let start = b.state()?;
         let accept = b.state()?;
-        b.nfa.start = start;
-        b.nfa.accept = accept;
         b.expr(body, start, accept)?;
-        Ok(b.nfa)
+        // Edges grouped by source state, in the order they were added.
+        let n = b.states as usize;
+        let mut offsets = vec![0u32; n + 1];
+        for &(from, _) in &b.edges {
+            offsets[from as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut list = vec![Edge::Epsilon(0); b.edges.len()];
+        for &(from, e) in &b.edges {
+            list[fill[from as usize] as usize] = e;
+            fill[from as usize] += 1;
+        }
+        Ok(Nfa { offsets, list, start, accept })
+    }
+
+    /// Number of states.
+    pub(crate) fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The edges leaving `state`.
+    #[inline]
+    pub(crate) fn edges(&self, state: NfaState) -> &[Edge] {
+        let s = state as usize;
+        &self.list[self.offsets[s] as usize..self.offsets[s + 1] as usize]
+    }
+
+    /// Every edge.
+    pub(crate) fn all_edges(&self) -> &[Edge] {
+        &self.list
+    }
+
+    /// Per state: whether the accepting state can be reached from it (calls and token
+    /// edges count as passable: every rule is checked to finish before automata are
+    /// built).
+    pub(crate) fn live(&self) -> Vec<bool> {
+        let n = self.len();
+        let target = |e: &Edge| match *e {
+            Edge::Epsilon(to)
+            | Edge::Bytes { to, .. }
+            | Edge::Call { to, .. }
+            | Edge::Tokens { to, .. } => to as usize,
+        };
+        // Predecessors by target: `off[t]..off[t + 1]` in `preds`.
+        let mut off = vec![0u32; n + 1];
+        self.list.iter().for_each(|e| off[target(e) + 1] += 1);
+        for i in 0..n {
+            off[i + 1] += off[i];
+        }
+        let mut fill = off.clone();
+        let mut preds = vec![0u32; self.list.len()];
+        for s in 0..n {
+            for e in self.edges(s as NfaState) {
+                let t = target(e);
+                preds[fill[t] as usize] = s as u32;
+                fill[t] += 1;
+            }
+        }
+        let mut live = vec![false; n];
+        live[self.accept as usize] = true;
+        let mut stack = vec![self.accept];
+        while let Some(s) = stack.pop() {
+            for &p in &preds[off[s as usize] as usize..off[s as usize + 1] as usize] {
+                if !live[p as usize] {
+                    live[p as usize] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        live
     }
 }
 
 struct Builder<'a> {
-    nfa: Nfa,
+    states: u32,
+    edges: Vec<(NfaState, Edge)>,
     max_states: usize,
     token_set: &'a mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
 }
 
 impl Builder<'_> {
     fn state(&mut self) -> Result<NfaState, NfaError> {
-        if self.nfa.edges.len() >= self.max_states {
+        if self.states as usize >= self.max_states {
             return Err(NfaError::TooManyStates(self.max_states));
         }
-        self.nfa.edges.push(Vec::new());
-        Ok((self.nfa.edges.len() - 1) as NfaState)
+        self.states += 1;
+        Ok(self.states - 1)
     }
 
     fn edge(&mut self, from: NfaState, edge: Edge) {
-        self.nfa.edges[from as usize].push(edge);
+        self.edges.push((from, edge));
     }
 
     /// Adds states and edges so that paths from `from` to `to` spell `expr`.
