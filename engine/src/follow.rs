@@ -57,6 +57,9 @@ pub(crate) fn nullable_rules(automata: &[Dfa]) -> Vec<bool> {
 
 /// States reachable from `from` through calls of nullable rules only (with `from`).
 fn epsilon_reach(dfa: &Dfa, from: StateId, nullable: &[bool]) -> Vec<(StateId, ())> {
+    if dfa.calls(from).iter().all(|&(callee, _)| !nullable[callee.index()]) {
+        return vec![(from, ())];
+    }
     let mut seen = vec![from];
     let mut i = 0;
     while i < seen.len() {

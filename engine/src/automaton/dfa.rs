@@ -159,8 +159,12 @@ impl Dfa {
     /// Bytes readable in `state`, as a 256-bit set.
     pub fn byte_set(&self, state: StateId) -> [u64; 4] {
         let mut set = [0u64; 4];
+        let row = &self.trans[state.index() * self.n_classes..][..self.n_classes];
+        if row.iter().all(|&t| t == DEAD) {
+            return set;
+        }
         for b in 0..=255u8 {
-            if self.next(state, b).is_some() {
+            if row[self.class_of[b as usize] as usize] != DEAD {
                 set[(b >> 6) as usize] |= 1 << (b & 63);
             }
         }
