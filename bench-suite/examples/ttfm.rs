@@ -4,7 +4,8 @@
 //!
 //! `cargo run --release -p grammask-bench --example ttfm -- DIR EVERY RUNS TOKENIZER_JSON`
 //!
-//! Prints the median TTFM and compile time, the total over all schemas and runs, and the
+//! Prints the median conversion time of the schemas (once, not part of TTFM here), the
+//! median TTFM and compile time, the total over all schemas and runs, and the
 //! schemas around the median.
 use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
@@ -28,12 +29,20 @@ fn main() -> Result<(), String> {
         .collect();
     files.sort();
     let mut grammars = Vec::new();
+    let mut convert_ms = Vec::new();
     for f in files.iter().step_by(every.max(1)) {
         let Ok(bytes) = std::fs::read(f) else { continue };
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+        let t = Instant::now();
         if let Ok(c) = json_schema_to_grammar(&v["schema"], &JsonSchemaOptions::default()) {
+            convert_ms.push(t.elapsed().as_secs_f64() * 1e3);
             grammars.push((f.clone(), c.grammar));
         }
+    }
+    convert_ms.sort_by(f64::total_cmp);
+    if let Some(p50) = convert_ms.get(convert_ms.len() / 2) {
+        let total: f64 = convert_ms.iter().sum();
+        println!("{} conversions: p50 {p50:.2} ms, total {total:.0} ms", convert_ms.len());
     }
     let mut times = Vec::new();
     for _ in 0..runs {
