@@ -590,18 +590,38 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
     if !plain_ranges.is_empty() {
         alts.push(Expr::Class(CharClass::new(false, plain_ranges)));
     }
-    let special = ('\0'..='\u{1f}').chain(['"', '\\', '/']);
-    let mut escapes: Vec<Vec<u8>> = Vec::new();
-    for c in special {
-        if !plain.contains(c) {
-            continue;
+    // The characters with escapes in the class, as bits (32 controls, `"`, `\`, `/`);
+    // their escapes' trie is built once per set and thread.
+    let special: Vec<char> = ('\0'..='\u{1f}').chain(['"', '\\', '/']).collect();
+    let bits = special
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| plain.contains(c))
+        .fold(0u64, |bits, (i, _)| bits | 1 << i);
+    if bits != 0 {
+        thread_local! {
+            static TRIES: std::cell::RefCell<std::collections::HashMap<u64, Expr>> =
+                std::cell::RefCell::default();
         }
-        if let Some(forms) = json_escapes(c) {
-            escapes.extend(forms.into_iter().filter(|f| f != "/").map(String::into_bytes));
-        }
-    }
-    if !escapes.is_empty() {
-        alts.push(ascii_trie(escapes));
+        let trie = TRIES.with(|tries| {
+            tries
+                .borrow_mut()
+                .entry(bits)
+                .or_insert_with(|| {
+                    let escapes = special
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| bits & 1 << i != 0)
+                        .filter_map(|(_, &c)| json_escapes(c))
+                        .flatten()
+                        .filter(|f| f != "/")
+                        .map(String::into_bytes)
+                        .collect();
+                    ascii_trie(escapes)
+                })
+                .clone()
+        });
+        alts.push(trie);
     }
     if alts.is_empty() {
         never()
