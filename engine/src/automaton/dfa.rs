@@ -279,8 +279,7 @@ impl Dfa {
         // differ only far ahead (a counted repetition of n has chains of n), so its cost
         // is quadratic there. Subset construction already yields near-minimal automata
         // for such chains; past the threshold the automaton is kept as determinized.
-        let raw = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw, deadline)? } else { raw };
-        let mut dfa = raw;
+        let mut dfa = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw, deadline)? } else { raw };
         dfa.reads_input = (0..dfa.len())
             .map(|s| {
                 let s = StateId::new(s);
