@@ -19,9 +19,9 @@
 //!   whole of `bytes(i)`, or `len()` if there is none. Positions `i + 1 .. subtree_end(i)`
 //!   are exactly the tokens that extend token `i` (including tokens equal to it).
 //!
-//! `next_without_prefix(i, d)` follows `subtree_end` links from `i + 1` while the token
-//! there still shares `d` bytes with its predecessor; its cost is the number of distinct
-//! "children" of the prefix, not the number of tokens skipped.
+//! `next_without_prefix(i, d)` is one lookup: the end of every prefix of every token is
+//! stored beside its last byte (4 bytes per byte of the vocabulary, built in linear time
+//! with the sort), so skipping costs the same whatever the prefix's number of children.
 //!
 //! Only non-special tokens with bytes are included (kinds `Normal` and `Byte`); tokens with
 //! equal bytes are ordered by id. Building costs one sort of the token list (tens of
@@ -55,6 +55,10 @@ pub struct SortedVocab {
     data: Vec<u8>,
     lcp: Vec<u32>,
     subtree_end: Vec<u32>,
+    /// Per byte of `data` (token `i`, depth `d` at `starts[i] + d - 1`): the first
+    /// position after `i` whose token does not start with `bytes(i)[..d]`, so a walk
+    /// skips a refused prefix in one lookup.
+    prefix_end: Vec<u32>,
 }
 
 impl SortedVocab {
@@ -90,7 +94,8 @@ impl SortedVocab {
             prev = bytes;
         }
         starts.push(data.len() as u32);
-        SortedVocab { ids, starts, data, lcp, subtree_end }
+        let prefix_end = prefix_ends(&starts, &lcp);
+        SortedVocab { ids, starts, data, lcp, subtree_end, prefix_end }
     }
 
     /// The number of tokens.
@@ -154,15 +159,10 @@ impl SortedVocab {
     #[inline]
     pub fn next_without_prefix(&self, pos: usize, depth: usize) -> usize {
         assert!(depth <= self.bytes(pos).len(), "depth beyond the token's length");
-        let depth = depth as u32;
-        let mut j = pos + 1;
-        // Invariant: every token in pos..j starts with the first `depth` bytes of `pos`.
-        // Token j shares `lcp[j]` bytes with j - 1; if that covers `depth`, j and all the
-        // tokens extending it share the prefix too.
-        while j < self.ids.len() && self.lcp[j] >= depth {
-            j = self.subtree_end[j] as usize;
+        if depth == 0 {
+            return self.ids.len();
         }
-        j
+        self.prefix_end[self.starts[pos] as usize + depth - 1] as usize
     }
 
     /// The first position whose token has exactly these bytes (the smallest id among
@@ -200,6 +200,32 @@ impl SortedVocab {
         }
         lo
     }
+}
+
+/// [`SortedVocab::prefix_end`] from the token starts and common prefix lengths, in time
+/// linear in the bytes: a block of tokens sharing a prefix of depth `d` ends at the first
+/// token whose `lcp` is below `d`. The first token of a block records its end (a stack
+/// of open depths, closed by each smaller `lcp`); the others copy it from the token
+/// before them.
+fn prefix_ends(starts: &[u32], lcp: &[u32]) -> Vec<u32> {
+    let n = lcp.len();
+    let mut end = vec![n as u32; starts[n] as usize];
+    let mut open: Vec<(u32, u32)> = Vec::new();
+    for j in 0..n {
+        while open.last().is_some_and(|&(d, _)| d > lcp[j]) {
+            let (_, at) = open.pop().unwrap_or_default();
+            end[at as usize] = j as u32;
+        }
+        for d in lcp[j] + 1..=starts[j + 1] - starts[j] {
+            open.push((d, starts[j] + d - 1));
+        }
+    }
+    for j in 1..n {
+        for d in 0..lcp[j] {
+            end[(starts[j] + d) as usize] = end[(starts[j - 1] + d) as usize];
+        }
+    }
+    end
 }
 
 fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {

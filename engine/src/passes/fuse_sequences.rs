@@ -19,17 +19,15 @@ fn fuse(expr: Expr) -> Expr {
     match expr {
         Expr::Seq(items) => {
             let mut out: Vec<Expr> = Vec::with_capacity(items.len());
+            let push = |out: &mut Vec<Expr>, part: Expr| match (out.last_mut(), part) {
+                (Some(Expr::Bytes(prev)), Expr::Bytes(next)) => prev.extend(next),
+                (_, part) => out.push(part),
+            };
             for item in items.into_iter().map(fuse) {
-                let parts = match item {
-                    Expr::Seq(inner) => inner,
-                    Expr::Empty => continue,
-                    other => vec![other],
-                };
-                for part in parts {
-                    match (out.last_mut(), part) {
-                        (Some(Expr::Bytes(prev)), Expr::Bytes(next)) => prev.extend(next),
-                        (_, part) => out.push(part),
-                    }
+                match item {
+                    Expr::Seq(inner) => inner.into_iter().for_each(|part| push(&mut out, part)),
+                    Expr::Empty => {}
+                    other => push(&mut out, other),
                 }
             }
             Expr::seq(out)

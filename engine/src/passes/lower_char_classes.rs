@@ -7,23 +7,36 @@
 
 use grammask_syntax::ir::{CharClass, Expr, Grammar};
 use regex_syntax::utf8::Utf8Sequences;
+use std::collections::HashMap;
 
 /// Replaces every character class by its UTF-8 byte automaton.
 pub fn lower_char_classes(mut grammar: Grammar) -> Grammar {
+    // Inlined copies repeat the same classes (a JSON string's characters in every string):
+    // each distinct class is lowered once.
+    let mut lowered = HashMap::new();
     for rule in &mut grammar.rules {
-        lower(&mut rule.body);
+        lower(&mut rule.body, &mut lowered);
         if let Some(la) = &mut rule.lookahead {
-            lower(la);
+            lower(la, &mut lowered);
         }
     }
     grammar
 }
 
-fn lower(expr: &mut Expr) {
+fn lower(expr: &mut Expr, lowered: &mut HashMap<CharClass, Expr>) {
     match expr {
-        Expr::Class(class) => *expr = class_to_bytes(class),
-        Expr::Seq(items) | Expr::Choice(items) => items.iter_mut().for_each(lower),
-        Expr::Repeat { expr, .. } => lower(expr),
+        Expr::Class(class) => {
+            *expr = match lowered.get(class) {
+                Some(bytes) => bytes.clone(),
+                None => {
+                    let bytes = class_to_bytes(class);
+                    lowered.insert(class.clone(), bytes.clone());
+                    bytes
+                }
+            }
+        }
+        Expr::Seq(items) | Expr::Choice(items) => items.iter_mut().for_each(|e| lower(e, lowered)),
+        Expr::Repeat { expr, .. } => lower(expr, lowered),
         _ => {}
     }
 }

@@ -30,15 +30,16 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
     grammar
 }
 
-fn outline(expr: &mut Expr, owner: &str, first_new: usize, new_rules: &mut Vec<Rule>) {
+/// Outlines inside `expr`; returns its size afterwards ([`Expr::size`], computed on the
+/// way up so nested repetitions are not measured again).
+fn outline(expr: &mut Expr, owner: &str, first_new: usize, new_rules: &mut Vec<Rule>) -> usize {
     match expr {
         Expr::Seq(items) | Expr::Choice(items) => {
-            items.iter_mut().for_each(|e| outline(e, owner, first_new, new_rules))
+            1 + items.iter_mut().map(|e| outline(e, owner, first_new, new_rules)).sum::<usize>()
         }
         Expr::Repeat { expr: body, min, max } => {
-            outline(body, owner, first_new, new_rules);
+            let size = outline(body, owner, first_new, new_rules);
             let copies = max.unwrap_or(min.saturating_add(1)).max(*min) as usize;
-            let size = body.size();
             if copies > 1
                 && size > MAX_COPIED_BODY
                 && size.saturating_mul(copies) > MAX_EXPANSION
@@ -52,9 +53,11 @@ fn outline(expr: &mut Expr, owner: &str, first_new: usize, new_rules: &mut Vec<R
                     lookahead: None,
                     span: Span::default(),
                 });
+                return 2;
             }
+            1 + size
         }
-        _ => {}
+        _ => 1,
     }
 }
 
