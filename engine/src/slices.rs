@@ -347,10 +347,14 @@ struct CharStep {
 
 /// For each byte range of each sequence of [`SAFE_CHARS`]: one byte of each byte class
 /// of the automaton met in the range (bytes of one class have the same transitions).
-type ClassReps = Vec<Vec<smallvec::SmallVec<[u8; 8]>>>;
+pub(crate) type ClassReps = Vec<Vec<smallvec::SmallVec<[u8; 8]>>>;
 
 /// The [`ClassReps`] of `dfa`.
-fn class_reps(dfa: &Dfa) -> ClassReps {
+fn class_reps(dfa: &Dfa) -> &ClassReps {
+    dfa.safe_reps.get_or_init(|| compute_class_reps(dfa))
+}
+
+fn compute_class_reps(dfa: &Dfa) -> ClassReps {
     SAFE_CHARS
         .iter()
         .map(|seq| {
@@ -477,7 +481,7 @@ pub(crate) fn safe_depth(dfa: &Dfa, state: StateId, cap: usize, memo: &[AtomicU3
                 m => break cap.min(depth + m as usize),
             }
         }
-        let step = step_char(dfa, &reps, &layer);
+        let step = step_char(dfa, reps, &layer);
         let Some(next) = step.next else {
             if run.is_empty() {
                 let rejects_longer =

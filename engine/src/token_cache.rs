@@ -34,7 +34,7 @@ use std::sync::Arc;
 /// The tokens an accepted set holds, in its smaller form.
 #[derive(Debug)]
 pub(crate) enum TokenList {
-    /// Sorted token ids.
+    /// Token ids.
     Ids(Vec<u32>),
     /// A bitmask over the vocabulary.
     Bits(Vec<u32>),
@@ -155,7 +155,7 @@ pub(crate) fn classify(
         accepted.iter().for_each(|&id| set_bit(&mut bits, id));
         TokenList::Bits(bits)
     } else {
-        accepted.sort_unstable();
+        // In walk order (by bytes): only ever ORed into a bitmask.
         TokenList::Ids(accepted)
     };
     PositionMask { accepted, sliced, dependent }

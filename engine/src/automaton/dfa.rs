@@ -72,6 +72,9 @@ pub struct Dfa {
     /// Per state: whether it reads a byte or a token (filled by [`Dfa::from_nfa`]).
     reads_input: Vec<bool>,
     start: StateId,
+    /// Per safe JSON-string character form, per byte range, one byte of each class it
+    /// meets ([`crate::slices`]), computed on first use.
+    pub(crate) safe_reps: std::sync::OnceLock<crate::slices::ClassReps>,
 }
 
 /// Why a DFA could not be built.
@@ -262,7 +265,17 @@ impl Dfa {
             }
             tokens.push(row);
         }
-        Ok(Dfa { class_of, n_classes, trans, accepting, calls, tokens, reads_input, start })
+        Ok(Dfa {
+            class_of,
+            n_classes,
+            trans,
+            accepting,
+            calls,
+            tokens,
+            reads_input,
+            start,
+            safe_reps: Default::default(),
+        })
     }
 
     /// Determinizes and minimizes `nfa`.
@@ -421,6 +434,7 @@ fn determinize(
         tokens: Vec::new(),
         reads_input: Vec::new(),
         start: StateId(0),
+        safe_reps: Default::default(),
     };
     // Reused per state: the set being expanded, its byte edges as class ranges, the
     // class points where the set of targets changes, and its call and token edges.
@@ -680,6 +694,7 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
         tokens: Vec::with_capacity(representative.len()),
         reads_input: Vec::new(),
         start: StateId(0),
+        safe_reps: Default::default(),
     };
     for &s in &representative {
         out.trans.extend(dfa.trans[s * nc..(s + 1) * nc].iter().map(|&t| map(t)));
