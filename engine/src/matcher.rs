@@ -9,10 +9,9 @@
 use crate::compiler::CompiledGrammar;
 use crate::error::MatchError;
 use crate::mask;
-use crate::stack::{Position, Stack};
+use crate::stack::{Position, Stack, StackSet};
 use grammask_tokenset::bitmask_len;
 use smallvec::SmallVec;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// One step's state.
@@ -397,7 +396,7 @@ pub(crate) fn close_into(
 #[derive(Default)]
 struct Visited {
     list: SmallVec<[Stack; 8]>,
-    set: Option<HashSet<Stack>>,
+    set: Option<StackSet>,
 }
 
 impl Visited {
@@ -418,7 +417,7 @@ impl Visited {
             }
             None if self.list.len() < Self::LIST_MAX => self.list.push(stack),
             None => {
-                let mut set: HashSet<Stack> = self.list.drain(..).collect();
+                let mut set: StackSet = self.list.drain(..).collect();
                 set.insert(stack);
                 self.set = Some(set);
             }
@@ -426,7 +425,7 @@ impl Visited {
     }
 
     fn len(&self) -> usize {
-        self.set.as_ref().map_or(self.list.len(), HashSet::len)
+        self.set.as_ref().map_or(self.list.len(), StackSet::len)
     }
 }
 
@@ -434,7 +433,7 @@ fn dedup(stacks: Vec<Stack>) -> Arc<[Stack]> {
     if stacks.len() <= 1 {
         return Arc::from(stacks);
     }
-    let mut seen = HashSet::with_capacity(stacks.len());
+    let mut seen = StackSet::with_capacity_and_hasher(stacks.len(), Default::default());
     let unique: Vec<Stack> = stacks.into_iter().filter(|s| seen.insert(s.clone())).collect();
     Arc::from(unique)
 }

@@ -53,12 +53,37 @@ pub struct Stack {
     pub(crate) below: Option<Arc<Frame>>,
 }
 
+/// A stack's hash from its top and the hash below it (a multiply-xorshift finalizer: the
+/// matcher's own positions, no untrusted keys; equality never trusts the hash alone).
 fn mix(position: Position, below: u64) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    position.hash(&mut h);
-    below.hash(&mut h);
-    h.finish()
+    let p = (position.rule.index() as u64) << 32 | u64::from(position.state.0);
+    let mut h = (below.rotate_left(23) ^ p).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^= h >> 32;
+    h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h ^ (h >> 29)
 }
+
+/// Hashes a [`Stack`] by its hash value, already mixed: sets of stacks hash nothing else.
+#[derive(Default)]
+pub(crate) struct StackHasher(u64);
+
+impl Hasher for StackHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+/// A set of stacks.
+pub(crate) type StackSet =
+    std::collections::HashSet<Stack, std::hash::BuildHasherDefault<StackHasher>>;
 
 impl Stack {
     /// A stack holding only `top`.
