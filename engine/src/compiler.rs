@@ -47,7 +47,7 @@ pub struct Limits {
     /// (for the `compile_*` methods taking text) through the passes, the automata, the
     /// compile-time checks and, when [`CompilerConfig::precompute_mask_cache`] asks for
     /// it, the mask cache's eager precompute. Checked cooperatively (between passes,
-    /// every 256 states of subset construction, every round of minimization, after the
+    /// every 256 states of subset construction, every 4,096 splitters of minimization, after the
     /// (linear) productivity check, before each precomputed position), so a compile past it
     /// stops soon after with the limit named. Default 30 s: real grammars (llama.cpp's,
     /// MaskBench's schemas) compile in milliseconds to a few hundred milliseconds.

@@ -2,8 +2,8 @@
 //!
 //! Compilation checks its [`Deadline`] cooperatively: between passes, inside the passes
 //! whose cost can grow faster than the grammar (left-recursion elimination), every few
-//! hundred states of subset construction, every round of minimization and of the
-//! productivity check, and before each position of the mask cache's eager precompute.
+//! hundred states of subset construction, every few thousand splitters of minimization,
+//! after the productivity check, and before each position of the mask cache's eager precompute.
 //! A compile past its budget stops at the next check with
 //! [`CompileError::Limit`] named `compile_time`; the work between two checks is bounded,
 //! so the overshoot is small.

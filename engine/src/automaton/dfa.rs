@@ -10,7 +10,7 @@
 //! every DFA state can still finish its rule (the start state aside, when the rule cannot
 //! finish at all): the mask never allows a token that leads into a dead end.
 //!
-//! Minimization is Moore's partition refinement (states with the same acceptance, the
+//! Minimization is Hopcroft's partition refinement (states with the same acceptance, the
 //! same call and token-set symbols, and transitions into the same blocks merge).
 
 use super::nfa::{Edge, Nfa, NfaState};
@@ -279,8 +279,8 @@ impl Dfa {
     }
 
     /// Determinizes and minimizes `nfa`.
-    /// The `deadline` is checked every 256 states of subset construction and every round
-    /// of minimization.
+    /// The `deadline` is checked every 256 states of subset construction and every 4,096
+    /// splitters of minimization.
     pub(crate) fn from_nfa(
         nfa: &Nfa,
         max_states: usize,
@@ -288,10 +288,9 @@ impl Dfa {
         deadline: &Deadline,
     ) -> Result<Dfa, DfaError> {
         let raw = determinize(nfa, max_states, max_work, deadline)?;
-        // Moore's refinement needs as many rounds as the longest chain of states that
-        // differ only far ahead (a counted repetition of n has chains of n), so its cost
-        // is quadratic there. Subset construction already yields near-minimal automata
-        // for such chains; past the threshold the automaton is kept as determinized.
+        // Refinement keeps a predecessor table and a work list per (block, symbol), which
+        // grow with states times symbols: past the threshold (large automata are mostly
+        // chains, near-minimal as determinized) the automaton is kept as it is.
         let mut dfa = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw, deadline)? } else { raw };
         dfa.reads_input = (0..dfa.len())
             .map(|s| {
@@ -544,11 +543,12 @@ fn determinize(
     Ok(dfa)
 }
 
-/// Moore's partition refinement.
+/// Merges equivalent states ([`refine`]), numbered breadth-first from the start (only
+/// reachable blocks survive).
 fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
     let n = dfa.len();
     let nc = dfa.n_classes;
-    let mut block: Vec<u32> = {
+    let block: Vec<u32> = {
         // States without calls or token edges (most) split by acceptance alone.
         type Key = (bool, SmallVec<[RuleId; 2]>, SmallVec<[TokenSetId; 2]>);
         let mut keys: HashMap<Key, u32> = HashMap::new();
@@ -570,91 +570,7 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
             })
             .collect()
     };
-    // Distinct blocks (numbers 0 and 1 may be unused).
-    let mut n_blocks = {
-        let mut used = block.clone();
-        used.sort_unstable();
-        used.dedup();
-        used.len() as u32
-    };
-    // Each state's byte transitions as runs of classes with one target.
-    let mut run_off: Vec<usize> = Vec::with_capacity(n + 1);
-    let mut run_class: Vec<u32> = Vec::new();
-    let mut run_target: Vec<u32> = Vec::new();
-    for s in 0..n {
-        run_off.push(run_class.len());
-        let mut prev = None;
-        for (c, &t) in dfa.trans[s * nc..(s + 1) * nc].iter().enumerate() {
-            if prev != Some(t) {
-                run_class.push(c as u32);
-                run_target.push(t);
-                prev = Some(t);
-            }
-        }
-    }
-    run_off.push(run_class.len());
-    // A state's signature: its block, its byte runs mapped to blocks (adjacent runs into
-    // one block merged, so equal rows give equal signatures), then the blocks of its
-    // call and token targets. States of one block have as many calls and token edges,
-    // so signatures of equal length line up.
-    let signature = |block: &[u32], s: usize, buf: &mut Vec<u32>| {
-        buf.clear();
-        buf.push(block[s]);
-        let mut last = None;
-        for i in run_off[s]..run_off[s + 1] {
-            let t = run_target[i];
-            let b = if t == DEAD { DEAD } else { block[t as usize] };
-            if last != Some(b) {
-                buf.push(run_class[i]);
-                buf.push(b);
-                last = Some(b);
-            }
-        }
-        buf.extend(dfa.calls[s].iter().map(|&(_, t)| block[t.index()]));
-        buf.extend(dfa.tokens[s].iter().map(|&(_, t)| block[t.index()]));
-    };
-    // Per signature hash, the new blocks with that hash; each new block's signature is
-    // kept in `arena`, so a round allocates nothing per state.
-    let mut by_hash: HashMap<u64, SmallVec<[u32; 1]>, BuildHasherDefault<SetHasher>> =
-        HashMap::default();
-    let mut arena: Vec<u32> = Vec::new();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    let mut buf: Vec<u32> = Vec::new();
-    loop {
-        if deadline.exceeded() {
-            return Err(DfaError::Timeout);
-        }
-        by_hash.clear();
-        arena.clear();
-        spans.clear();
-        let mut next_block = Vec::with_capacity(n);
-        for s in 0..n {
-            signature(&block, s, &mut buf);
-            let mut h = SetHasher(0);
-            for &x in &buf {
-                h.write_u32(x);
-            }
-            let candidates = by_hash.entry(h.finish()).or_default();
-            let found = candidates
-                .iter()
-                .copied()
-                .find(|&b| arena[spans[b as usize].0..][..spans[b as usize].1] == buf[..]);
-            let b = found.unwrap_or_else(|| {
-                let b = spans.len() as u32;
-                spans.push((arena.len(), buf.len()));
-                arena.extend_from_slice(&buf);
-                candidates.push(b);
-                b
-            });
-            next_block.push(b);
-        }
-        let count = spans.len() as u32;
-        block = next_block;
-        if count == n_blocks {
-            break;
-        }
-        n_blocks = count;
-    }
+    let (block, n_blocks) = refine(&dfa, &block, deadline)?;
     // Renumber so the start state's block comes first.
     let mut order: Vec<u32> = vec![DEAD; n_blocks as usize];
     let mut representative: Vec<usize> = Vec::new();
@@ -703,4 +619,183 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
         out.tokens.push(dfa.tokens[s].iter().map(|&(k, t)| (k, StateId(map(t.0)))).collect());
     }
     Ok(out)
+}
+
+/// Hopcroft's partition refinement of the states of `dfa`, starting from `initial` (a
+/// block number per state): the coarsest partition, finer than `initial`, in which states
+/// of one block step into one block on every byte class, call and token set. A state
+/// without a transition steps into an extra sink state. Returns the block of each state
+/// (numbered from 0) and the number of blocks.
+///
+/// Each split re-queues the smaller half only, so the work is `O(m log n)` in the
+/// transitions `m`, where rounds of Moore's refinement cost one pass over every state
+/// per character of the longest chain of states that differ only far ahead (the 32
+/// states of a bounded whitespace run, in every inlined copy).
+fn refine(dfa: &Dfa, initial: &[u32], deadline: &Deadline) -> Result<(Vec<u32>, u32), DfaError> {
+    let n = dfa.len();
+    let nc = dfa.n_classes;
+    let sink = n;
+    let total = n + 1;
+    // Symbols: byte classes, then each rule called, then each token set read.
+    let mut called: Vec<RuleId> = dfa.calls.iter().flatten().map(|&(r, _)| r).collect();
+    called.sort_unstable();
+    called.dedup();
+    let mut read: Vec<TokenSetId> = dfa.tokens.iter().flatten().map(|&(t, _)| t).collect();
+    read.sort_unstable();
+    read.dedup();
+    let n_sym = nc + called.len() + read.len();
+    let target = |s: usize, a: usize| -> usize {
+        if s == sink {
+            return sink;
+        }
+        let t = if a < nc {
+            dfa.trans[s * nc + a]
+        } else if a < nc + called.len() {
+            let rule = called[a - nc];
+            dfa.calls[s].iter().find(|c| c.0 == rule).map_or(DEAD, |c| c.1 .0)
+        } else {
+            let set = read[a - nc - called.len()];
+            dfa.tokens[s].iter().find(|c| c.0 == set).map_or(DEAD, |c| c.1 .0)
+        };
+        if t == DEAD {
+            sink
+        } else {
+            t as usize
+        }
+    };
+    // Predecessors by (symbol, target): `inv[off[a * total + t]..off[a * total + t + 1]]`.
+    // The sink's are left out: its block is never a splitter (below).
+    let mut off = vec![0u32; n_sym * total + 1];
+    for a in 0..n_sym {
+        for s in 0..n {
+            let t = target(s, a);
+            if t != sink {
+                off[a * total + t + 1] += 1;
+            }
+        }
+    }
+    for i in 0..n_sym * total {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut inv = vec![0u32; off[n_sym * total] as usize];
+    for a in 0..n_sym {
+        for s in 0..n {
+            let t = target(s, a);
+            if t != sink {
+                let k = a * total + t;
+                inv[fill[k] as usize] = s as u32;
+                fill[k] += 1;
+            }
+        }
+    }
+    drop(fill);
+    // The refinable partition: `elems[start[b]..end[b]]` are the states of block `b`.
+    let mut numbering: HashMap<u32, u32> = HashMap::new();
+    let mut blk: Vec<u32> = initial
+        .iter()
+        .map(|&b| {
+            let next = numbering.len() as u32;
+            *numbering.entry(b).or_insert(next)
+        })
+        .collect();
+    blk.push(numbering.len() as u32); // the sink, a block of its own
+    let n_initial = numbering.len() + 1;
+    let mut elems: Vec<u32> = (0..total as u32).collect();
+    elems.sort_by_key(|&s| blk[s as usize]);
+    let mut loc = vec![0u32; total];
+    for (i, &s) in elems.iter().enumerate() {
+        loc[s as usize] = i as u32;
+    }
+    let (mut start, mut end) = (vec![0u32; n_initial], vec![0u32; n_initial]);
+    for (i, &s) in elems.iter().enumerate().rev() {
+        start[blk[s as usize] as usize] = i as u32;
+    }
+    for (i, &s) in elems.iter().enumerate() {
+        end[blk[s as usize] as usize] = i as u32 + 1;
+    }
+    let mut marked = vec![0u32; n_initial];
+    // Every initial block but one is a splitter for every symbol (splitting by all
+    // blocks but one splits by that one too). The one left out is the sink's, a block
+    // of its own forever, so the many missing transitions into it are never walked.
+    let sink_block = n_initial - 1;
+    let mut queued = vec![false; total * n_sym];
+    let mut work: Vec<(u32, u32)> = Vec::new();
+    for b in (0..n_initial).filter(|&b| b != sink_block) {
+        for a in 0..n_sym {
+            queued[b * n_sym + a] = true;
+            work.push((b as u32, a as u32));
+        }
+    }
+    let mut touched: Vec<u32> = Vec::new();
+    let mut members: Vec<u32> = Vec::new();
+    let mut rounds = 0usize;
+    while let Some((splitter, a)) = work.pop() {
+        rounds += 1;
+        if rounds % 4096 == 0 && deadline.exceeded() {
+            return Err(DfaError::Timeout);
+        }
+        let (splitter, a) = (splitter as usize, a as usize);
+        queued[splitter * n_sym + a] = false;
+        // Mark the predecessors through `a` of the splitter's states, each moved to the
+        // front of its block.
+        // (The splitter's states are copied first: marking reorders blocks, the
+        // splitter's own included.)
+        touched.clear();
+        members.clear();
+        members.extend_from_slice(&elems[start[splitter] as usize..end[splitter] as usize]);
+        for &t in &members {
+            let k = a * total + t as usize;
+            for &p in &inv[off[k] as usize..off[k + 1] as usize] {
+                let b = blk[p as usize] as usize;
+                if marked[b] == 0 {
+                    touched.push(b as u32);
+                }
+                let front = start[b] + marked[b];
+                let here = loc[p as usize];
+                let other = elems[front as usize];
+                elems.swap(front as usize, here as usize);
+                loc[other as usize] = here;
+                loc[p as usize] = front;
+                marked[b] += 1;
+            }
+        }
+        for &b in &touched {
+            let b = b as usize;
+            let m = marked[b];
+            marked[b] = 0;
+            if m == end[b] - start[b] {
+                continue;
+            }
+            // The marked front becomes a new block.
+            let nb = start.len();
+            start.push(start[b]);
+            end.push(start[b] + m);
+            marked.push(0);
+            start[b] += m;
+            for i in start[nb]..end[nb] {
+                blk[elems[i as usize] as usize] = nb as u32;
+            }
+            let smaller = if end[nb] - start[nb] <= end[b] - start[b] { nb } else { b };
+            for sym in 0..n_sym {
+                if queued[b * n_sym + sym] {
+                    queued[nb * n_sym + sym] = true;
+                    work.push((nb as u32, sym as u32));
+                } else {
+                    queued[smaller * n_sym + sym] = true;
+                    work.push((smaller as u32, sym as u32));
+                }
+            }
+        }
+    }
+    blk.truncate(n);
+    // Number the blocks of the real states from 0 (the sink's block holds only the sink:
+    // no state is equivalent to it, each keeps a path to the end of its rule).
+    let mut renumber: HashMap<u32, u32> = HashMap::new();
+    for b in blk.iter_mut() {
+        let next = renumber.len() as u32;
+        *b = *renumber.entry(*b).or_insert(next);
+    }
+    let count = renumber.len() as u32;
+    Ok((blk, count))
 }

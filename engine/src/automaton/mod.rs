@@ -2,7 +2,7 @@
 //!
 //! - [`nfa`]: Thompson construction from a lowered rule body.
 //! - [`dfa`]: subset construction over byte classes, rule calls and token sets;
-//!   Moore minimization; NFA states that cannot finish are left out of every state set.
+//!   Hopcroft minimization; NFA states that cannot finish are left out of every state set.
 //!
 //! A PDA position is a rule with a state of that rule's [`Dfa`]; the matcher keeps the
 //! return positions on persistent stacks.
