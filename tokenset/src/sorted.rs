@@ -11,13 +11,14 @@
 //!   following token that starts with those `d` bytes is rejected too;
 //!   [`SortedVocab::next_without_prefix`]`(i, d)` is the first position after them.
 //!
-//! Exact meaning of the stored data, for positions `0..len()`:
+//! Exact meaning of the walk data, for positions `0..len()`:
 //!
 //! * `lcp(0) = 0`; for `i > 0`, `lcp(i)` is the length of the longest common prefix of
 //!   `bytes(i - 1)` and `bytes(i)`.
 //! * `subtree_end(i)` is the smallest `j > i` such that `bytes(j)` does not start with the
 //!   whole of `bytes(i)`, or `len()` if there is none. Positions `i + 1 .. subtree_end(i)`
-//!   are exactly the tokens that extend token `i` (including tokens equal to it).
+//!   are exactly the tokens that extend token `i` (including tokens equal to it). It is
+//!   `next_without_prefix(i, bytes(i).len())`.
 //!
 //! `next_without_prefix(i, d)` is one lookup: the end of every prefix of every token is
 //! stored beside its last byte (4 bytes per byte of the vocabulary, built in linear time
@@ -54,7 +55,6 @@ pub struct SortedVocab {
     /// Token bytes concatenated in sorted order, for locality during walks.
     data: Vec<u8>,
     lcp: Vec<u32>,
-    subtree_end: Vec<u32>,
     /// Per byte of `data` (token `i`, depth `d` at `starts[i] + d - 1`): the first
     /// position after `i` whose token does not start with `bytes(i)[..d]`, so a walk
     /// skips a refused prefix in one lookup.
@@ -72,21 +72,9 @@ impl SortedVocab {
         let mut starts = Vec::with_capacity(n + 1);
         let mut data = Vec::with_capacity(total);
         let mut lcp = Vec::with_capacity(n);
-        let mut subtree_end = vec![n as u32; n];
-        // Positions whose bytes are a prefix of the previous token, shortest first.
-        let mut open: Vec<usize> = Vec::new();
         let mut prev: &[u8] = &[];
         for (pos, &(id, bytes)) in tokens.iter().enumerate() {
             let common = if pos == 0 { 0 } else { common_prefix_len(prev, bytes) };
-            while let Some(&top) = open.last() {
-                if tokens[top].1.len() > common {
-                    subtree_end[top] = pos as u32;
-                    open.pop();
-                } else {
-                    break;
-                }
-            }
-            open.push(pos);
             ids.push(id);
             starts.push(data.len() as u32);
             data.extend_from_slice(bytes);
@@ -95,7 +83,7 @@ impl SortedVocab {
         }
         starts.push(data.len() as u32);
         let prefix_end = prefix_ends(&starts, &lcp);
-        SortedVocab { ids, starts, data, lcp, subtree_end, prefix_end }
+        SortedVocab { ids, starts, data, lcp, prefix_end }
     }
 
     /// The number of tokens.
@@ -145,7 +133,7 @@ impl SortedVocab {
     /// `bytes(pos)`, or `len()`. Panics if `pos >= len()`.
     #[inline]
     pub fn subtree_end(&self, pos: usize) -> usize {
-        self.subtree_end[pos] as usize
+        self.next_without_prefix(pos, self.bytes(pos).len())
     }
 
     /// The first position after `pos` whose token does not start with
@@ -202,11 +190,13 @@ impl SortedVocab {
     }
 }
 
-/// [`SortedVocab::prefix_end`] from the token starts and common prefix lengths, in time
-/// linear in the bytes: a block of tokens sharing a prefix of depth `d` ends at the first
-/// token whose `lcp` is below `d`. The first token of a block records its end (a stack
-/// of open depths, closed by each smaller `lcp`); the others copy it from the token
-/// before them.
+/// The end of every token prefix, for tokens in byte order given by their starts in the
+/// concatenated bytes (`starts.len() == lcp.len() + 1`) and their common prefix lengths
+/// with the token before: entry `starts[i] + d - 1` is the first `j > i` whose token does
+/// not start with the first `d` bytes of token `i` (or the token count). Linear in the
+/// bytes: a block of tokens sharing a prefix of depth `d` ends at the first token whose
+/// `lcp` is below `d`. The first token of a block records its end (a stack of open
+/// depths, closed by each smaller `lcp`); the others copy it from the token before them.
 fn prefix_ends(starts: &[u32], lcp: &[u32]) -> Vec<u32> {
     let n = lcp.len();
     let mut end = vec![n as u32; starts[n] as usize];

@@ -665,31 +665,15 @@ fn refine(dfa: &Dfa, initial: &[u32], deadline: &Deadline) -> Result<(Vec<u32>, 
     };
     // Predecessors by (symbol, target): `inv[off[a * total + t]..off[a * total + t + 1]]`.
     // The sink's are left out: its block is never a splitter (below).
-    let mut off = vec![0u32; n_sym * total + 1];
-    for a in 0..n_sym {
-        for s in 0..n {
+    let pairs: Vec<(usize, u32)> = (0..n_sym)
+        .flat_map(|a| (0..n).map(move |s| (a, s)))
+        .filter_map(|(a, s)| {
             let t = target(s, a);
-            if t != sink {
-                off[a * total + t + 1] += 1;
-            }
-        }
-    }
-    for i in 0..n_sym * total {
-        off[i + 1] += off[i];
-    }
-    let mut fill = off.clone();
-    let mut inv = vec![0u32; off[n_sym * total] as usize];
-    for a in 0..n_sym {
-        for s in 0..n {
-            let t = target(s, a);
-            if t != sink {
-                let k = a * total + t;
-                inv[fill[k] as usize] = s as u32;
-                fill[k] += 1;
-            }
-        }
-    }
-    drop(fill);
+            (t != sink).then_some((a * total + t, s as u32))
+        })
+        .collect();
+    let (off, inv) = super::group_by_key(n_sym * total, &pairs);
+    drop(pairs);
     // The refinable partition: `elems[start[b]..end[b]]` are the states of block `b`.
     let mut numbering: HashMap<u32, u32> = HashMap::new();
     let mut blk: Vec<u32> = initial

@@ -54,20 +54,7 @@ impl Nfa {
         let accept = b.state()?;
         b.expr(body, start, accept)?;
         // Edges grouped by source state, in the order they were added.
-        let n = b.states as usize;
-        let mut offsets = vec![0u32; n + 1];
-        for &(from, _) in &b.edges {
-            offsets[from as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut list = vec![Edge::Epsilon(0); b.edges.len()];
-        for &(from, e) in &b.edges {
-            list[fill[from as usize] as usize] = e;
-            fill[from as usize] += 1;
-        }
+        let (offsets, list) = super::group_by_key(b.states as usize, &b.edges);
         Ok(Nfa { offsets, list, start, accept })
     }
 
@@ -100,20 +87,10 @@ impl Nfa {
             | Edge::Tokens { to, .. } => to as usize,
         };
         // Predecessors by target: `off[t]..off[t + 1]` in `preds`.
-        let mut off = vec![0u32; n + 1];
-        self.list.iter().for_each(|e| off[target(e) + 1] += 1);
-        for i in 0..n {
-            off[i + 1] += off[i];
-        }
-        let mut fill = off.clone();
-        let mut preds = vec![0u32; self.list.len()];
-        for s in 0..n {
-            for e in self.edges(s as NfaState) {
-                let t = target(e);
-                preds[fill[t] as usize] = s as u32;
-                fill[t] += 1;
-            }
-        }
+        let pairs: Vec<(usize, NfaState)> = (0..n as NfaState)
+            .flat_map(|s| self.edges(s).iter().map(move |e| (target(e), s)))
+            .collect();
+        let (off, preds) = super::group_by_key(n, &pairs);
         let mut live = vec![false; n];
         live[self.accept as usize] = true;
         let mut stack = vec![self.accept];
@@ -131,7 +108,7 @@ impl Nfa {
 
 struct Builder<'a> {
     states: u32,
-    edges: Vec<(NfaState, Edge)>,
+    edges: Vec<(usize, Edge)>,
     max_states: usize,
     token_set: &'a mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
 }
@@ -146,7 +123,7 @@ impl Builder<'_> {
     }
 
     fn edge(&mut self, from: NfaState, edge: Edge) {
-        self.edges.push((from, edge));
+        self.edges.push((from as usize, edge));
     }
 
     /// Adds states and edges so that paths from `from` to `to` spell `expr`.
