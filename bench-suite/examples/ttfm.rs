@@ -6,7 +6,7 @@
 //!
 //! Prints the median conversion time of the schemas (once, not part of TTFM here), the
 //! median TTFM and compile time, the total over all schemas and runs, and the
-//! schemas around the median.
+//! schemas around the median (with their automaton state counts).
 use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
 use std::sync::Arc;
@@ -55,7 +55,13 @@ fn main() -> Result<(), String> {
             let matcher = Matcher::new(compiled);
             let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
             matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
-            times.push((t.elapsed().as_secs_f64() * 1e3, compile.as_secs_f64() * 1e3, f.clone()));
+            let states = matcher.grammar().num_states();
+            times.push((
+                t.elapsed().as_secs_f64() * 1e3,
+                compile.as_secs_f64() * 1e3,
+                states,
+                f.clone(),
+            ));
         }
     }
     if times.is_empty() {
@@ -63,13 +69,13 @@ fn main() -> Result<(), String> {
     }
     times.sort_by(|a, b| a.0.total_cmp(&b.0));
     let n = times.len();
-    let (ttfm, compile, _) = &times[n / 2];
+    let (ttfm, compile, _, _) = &times[n / 2];
     println!("{n} compiles: p50 TTFM {ttfm:.2} ms (compile {compile:.2} ms)");
     let total: f64 = times.iter().map(|t| t.0).sum();
     let total_compile: f64 = times.iter().map(|t| t.1).sum();
     println!("total TTFM {total:.0} ms, compile {total_compile:.0} ms");
-    for (ttfm, compile, f) in &times[n.saturating_sub(6) / 2..(n / 2 + 3).min(n)] {
-        println!("{ttfm:.2} {compile:.2} {}", f.display());
+    for (ttfm, compile, states, f) in &times[n.saturating_sub(6) / 2..(n / 2 + 3).min(n)] {
+        println!("{ttfm:.2} {compile:.2} {states} states {}", f.display());
     }
     Ok(())
 }

@@ -128,3 +128,35 @@ fn builtin_json_accepts_any_value() {
     assert!(m.matches(r#"{"a": [1, 2.5e3, "x", null, true]}"#));
     assert!(!m.matches(r#"{"a": }"#));
 }
+
+/// Keys outside `properties` go to `additionalProperties`, the listed ones to their own
+/// schemas: every key of up to three characters over an alphabet with a multi-byte
+/// character and an escaped one, against names that are prefixes of each other.
+#[test]
+fn free_keys_are_exactly_the_unlisted_ones() {
+    let names = ["", "a", "ab", "b\u{e9}", "a\"b", "\u{e9}\u{e9}a"];
+    let mut properties = serde_json::Map::new();
+    for n in names {
+        properties.insert(n.to_string(), json!({"const": "P"}));
+    }
+    let schema = json!({"properties": properties, "additionalProperties": {"const": 1}});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let m = ReferenceMatcher::new(&c.grammar);
+    let alphabet = ['a', 'b', '\u{e9}', '"', 'x'];
+    let mut keys = vec![String::new()];
+    for len in 1..=3 {
+        let shorter: Vec<String> =
+            keys.iter().filter(|k| k.chars().count() == len - 1).cloned().collect();
+        for k in shorter {
+            for c in alphabet {
+                keys.push(format!("{k}{c}"));
+            }
+        }
+    }
+    for key in &keys {
+        let quoted = serde_json::to_string(key).unwrap();
+        let listed = names.contains(&key.as_str());
+        assert_eq!(m.matches(&format!("{{{quoted}: 1}}")), !listed, "{quoted}: 1");
+        assert_eq!(m.matches(&format!("{{{quoted}: \"P\"}}")), listed, "{quoted}: \"P\"");
+    }
+}

@@ -90,27 +90,92 @@ fn string_excluding(names: &[&str]) -> Expr {
     quoted(excluding(&refs))
 }
 
-/// String contents (canonical escapes) other than the given char sequences.
+/// String contents (canonical escapes) other than the given char sequences: a proper
+/// prefix of one of them that is none of them, or a prefix of one of them followed by a
+/// character that continues none of them and then anything. A character that occurs in
+/// no name continues none after any prefix: that case is written once, after any prefix,
+/// and so is the "anything" tail, instead of once per node of the names' trie (each
+/// copy an automaton of its own for multi-byte characters and escapes).
 fn excluding(names: &[&[char]]) -> Expr {
+    let mut used: Vec<char> = names.iter().flat_map(|n| n.iter().copied()).collect();
+    used.sort();
+    used.dedup();
+    let foreign =
+        encode_class(&CharClass::new(true, used.iter().map(|&c| (c, c))), CharEncoding::JsonString);
+    let mut divergent = vec![divergent_prefixes(names, &used)];
+    if !is_never(&foreign) {
+        divergent.push(Expr::seq(vec![all_prefixes(names), foreign]));
+    }
+    let divergent = choice_or_never(divergent);
+    let tail = if is_never(&divergent) {
+        never()
+    } else {
+        Expr::seq(vec![divergent, Expr::star(json_any_char())])
+    };
+    choice_or_never(vec![tail, unlisted_prefixes(names)])
+}
+
+/// The first characters of the non-empty `names`, sorted, each with the rest of the
+/// names that start with it.
+fn by_first_char<'n>(names: &[&'n [char]]) -> Vec<(char, Vec<&'n [char]>)> {
+    let mut firsts: Vec<char> = names.iter().filter_map(|n| n.first().copied()).collect();
+    firsts.sort();
+    firsts.dedup();
+    firsts
+        .into_iter()
+        .map(|c| (c, names.iter().filter(|n| n.first() == Some(&c)).map(|n| &n[1..]).collect()))
+        .collect()
+}
+
+/// Every prefix (canonical escapes, the empty one and the names included) of `names`.
+fn all_prefixes(names: &[&[char]]) -> Expr {
+    let mut alts = vec![Expr::Empty];
+    for (c, rest) in by_first_char(names) {
+        alts.push(Expr::seq(vec![
+            encode_literal(&c.to_string(), CharEncoding::JsonString),
+            all_prefixes(&rest),
+        ]));
+    }
+    Expr::choice(alts)
+}
+
+/// Strings `p c` (canonical escapes) where `p` is a prefix of some of `names`, `c` one
+/// of the characters `used` in them, and `p c` a prefix of none.
+fn divergent_prefixes(names: &[&[char]], used: &[char]) -> Expr {
+    let groups = by_first_char(names);
+    let others: Vec<(char, char)> = used
+        .iter()
+        .filter(|c| !groups.iter().any(|(first, _)| first == *c))
+        .map(|&c| (c, c))
+        .collect();
+    let mut alts = vec![encode_class(&CharClass::new(false, others), CharEncoding::JsonString)];
+    for (c, rest) in groups {
+        let after = divergent_prefixes(&rest, used);
+        if !is_never(&after) {
+            alts.push(Expr::seq(vec![
+                encode_literal(&c.to_string(), CharEncoding::JsonString),
+                after,
+            ]));
+        }
+    }
+    choice_or_never(alts)
+}
+
+/// The prefixes (canonical escapes, the empty one included) of `names` that are none of
+/// `names`.
+fn unlisted_prefixes(names: &[&[char]]) -> Expr {
     let mut alts = Vec::new();
     if !names.iter().any(|n| n.is_empty()) {
         alts.push(Expr::Empty);
     }
-    let mut firsts: Vec<char> = names.iter().filter_map(|n| n.first().copied()).collect();
-    firsts.sort();
-    firsts.dedup();
-    let others = CharClass::new(true, firsts.iter().map(|&c| (c, c)));
-    let deviate = encode_class(&others, CharEncoding::JsonString);
-    if !is_never(&deviate) {
-        alts.push(Expr::seq(vec![deviate, Expr::star(json_any_char())]));
-    }
-    for c in firsts {
-        let rest: Vec<&[char]> =
-            names.iter().filter(|n| n.first() == Some(&c)).map(|n| &n[1..]).collect();
-        alts.push(Expr::seq(vec![
-            encode_literal(&c.to_string(), CharEncoding::JsonString),
-            excluding(&rest),
-        ]));
+    for (c, rest) in by_first_char(names) {
+        let after = unlisted_prefixes(&rest);
+        if !is_never(&after) {
+            alts.push(Expr::seq(vec![
+                encode_literal(&c.to_string(), CharEncoding::JsonString),
+                after,
+            ]));
+        }
     }
     choice_or_never(alts)
 }
