@@ -11,7 +11,8 @@
 //! finish at all): the mask never allows a token that leads into a dead end.
 //!
 //! Minimization is Hopcroft's partition refinement (states with the same acceptance, the
-//! same call and token-set symbols, and transitions into the same blocks merge).
+//! same call and token-set symbols, and transitions into the same blocks merge), for
+//! automata of up to 256 states.
 
 use super::nfa::{Edge, Nfa, NfaState};
 use crate::deadline::Deadline;
@@ -57,7 +58,7 @@ impl Hasher for SetHasher {
 pub(crate) const DEAD: u32 = u32::MAX;
 
 /// Automata with more states than this are not minimized (see [`Dfa::from_nfa`]).
-const MINIMIZE_MAX_STATES: usize = 1024;
+const MINIMIZE_MAX_STATES: usize = 256;
 
 /// A deterministic automaton for one rule.
 #[derive(Clone, Debug)]
@@ -289,8 +290,10 @@ impl Dfa {
     ) -> Result<Dfa, DfaError> {
         let raw = determinize(nfa, max_states, max_work, deadline)?;
         // Refinement keeps a predecessor table and a work list per (block, symbol), which
-        // grow with states times symbols: past the threshold (large automata are mostly
-        // chains, near-minimal as determinized) the automaton is kept as it is.
+        // grow with states times symbols: past the threshold the automaton is kept as it
+        // is. Large automata come near-minimal out of determinization: their NFA shares
+        // equal suffixes ([`super::nfa`]), and what is left is mostly chains (bounded
+        // repetitions, literals) with nothing to merge.
         let mut dfa = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw, deadline)? } else { raw };
         dfa.reads_input = (0..dfa.len())
             .map(|s| {

@@ -3,9 +3,17 @@
 //!
 //! Cost: linear in the size of the expression with repetitions expanded, so `x{0,n}`
 //! costs `n` copies of `x`. The builder counts states and stops at the configured limit.
+//!
+//! Equal suffixes share their states: sequences are built from their last item back,
+//! and an item (past the first) equal to one already built into the same target state
+//! reuses that item's entry state instead of new states. Sub-automata are thereby shared
+//! where the rest of the rule is the same (a member written once per way of reaching it
+//! in an object with optional members, the tail after each of them), so subset
+//! construction meets each such suffix once instead of once per copy.
 
 use crate::ids::TokenSetId;
 use grammask_syntax::ir::{Expr, RuleId};
+use std::collections::HashMap;
 
 /// An NFA state's index.
 pub(crate) type NfaState = u32;
@@ -49,7 +57,14 @@ impl Nfa {
         max_states: usize,
         token_set: &mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
     ) -> Result<Nfa, NfaError> {
-        let mut b = Builder { states: 0, edges: Vec::new(), max_states, token_set };
+        let mut b = Builder {
+            states: 0,
+            edges: Vec::new(),
+            max_states,
+            token_set,
+            built: HashMap::new(),
+            built_log: Vec::new(),
+        };
         let start = b.state()?;
         let accept = b.state()?;
         b.expr(body, start, accept)?;
@@ -106,14 +121,27 @@ impl Nfa {
     }
 }
 
-struct Builder<'a> {
+/// Where an item was built: its structural hash and target state.
+type BuiltKey = (u64, NfaState);
+
+struct Builder<'a, 'e> {
     states: u32,
     edges: Vec<(usize, Edge)>,
     max_states: usize,
     token_set: &'a mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
+    /// Items built into a target from an entry state of their own: the item and its entry.
+    built: HashMap<BuiltKey, (&'e Expr, NfaState)>,
+    /// The keys of `built` in insertion order, to forget entries whose states are undone.
+    built_log: Vec<BuiltKey>,
 }
 
-impl Builder<'_> {
+/// Mixes `x` into the hash `h`.
+#[inline]
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+impl<'e> Builder<'_, 'e> {
     fn state(&mut self) -> Result<NfaState, NfaError> {
         if self.states as usize >= self.max_states {
             return Err(NfaError::TooManyStates(self.max_states));
@@ -126,10 +154,36 @@ impl Builder<'_> {
         self.edges.push((from as usize, edge));
     }
 
-    /// Adds states and edges so that paths from `from` to `to` spell `expr`.
-    fn expr(&mut self, expr: &Expr, from: NfaState, to: NfaState) -> Result<(), NfaError> {
-        match expr {
-            Expr::Empty => self.edge(from, Edge::Epsilon(to)),
+    /// Builds `item` into `to` from an entry state of its own, or reuses the entry of an
+    /// equal item built into `to` before (the states just built are then undone).
+    fn shared_item(&mut self, item: &'e Expr, to: NfaState) -> Result<(NfaState, u64), NfaError> {
+        let (states, edges, log) = (self.states, self.edges.len(), self.built_log.len());
+        let entry = self.state()?;
+        let hash = self.expr(item, entry, to)?;
+        if let Some(&(earlier, earlier_entry)) = self.built.get(&(hash, to)) {
+            if earlier == item {
+                self.states = states;
+                self.edges.truncate(edges);
+                for key in self.built_log.drain(log..) {
+                    self.built.remove(&key);
+                }
+                return Ok((earlier_entry, hash));
+            }
+            return Ok((entry, hash));
+        }
+        self.built.insert((hash, to), (item, entry));
+        self.built_log.push((hash, to));
+        Ok((entry, hash))
+    }
+
+    /// Adds states and edges so that paths from `from` to `to` spell `expr`; returns a
+    /// structural hash of `expr`.
+    fn expr(&mut self, expr: &'e Expr, from: NfaState, to: NfaState) -> Result<u64, NfaError> {
+        let hash = match expr {
+            Expr::Empty => {
+                self.edge(from, Edge::Epsilon(to));
+                1
+            }
             Expr::Bytes(bytes) => {
                 let mut cur = from;
                 for (i, &byte) in bytes.iter().enumerate() {
@@ -140,39 +194,57 @@ impl Builder<'_> {
                 if bytes.is_empty() {
                     self.edge(from, Edge::Epsilon(to));
                 }
+                bytes.iter().fold(2, |h, &b| mix(h, u64::from(b)))
             }
             Expr::ByteRanges(ranges) => {
                 for &(lo, hi) in ranges {
                     self.edge(from, Edge::Bytes { lo, hi, to });
                 }
+                ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi)))
             }
             Expr::Class(_) => return Err(NfaError::Unlowered("character class")),
             Expr::Seq(items) => {
-                let mut cur = from;
-                for (i, item) in items.iter().enumerate() {
-                    let next = if i + 1 == items.len() { to } else { self.state()? };
-                    self.expr(item, cur, next)?;
-                    cur = next;
+                // From the last item back: each item's target is already final, so equal
+                // suffixes meet equal keys.
+                let mut hash = 4;
+                let mut target = to;
+                for (i, item) in items.iter().enumerate().rev() {
+                    let h = if i == 0 {
+                        self.expr(item, from, target)?
+                    } else {
+                        let (entry, h) = self.shared_item(item, target)?;
+                        target = entry;
+                        h
+                    };
+                    hash = mix(hash, h);
                 }
                 if items.is_empty() {
                     self.edge(from, Edge::Epsilon(to));
                 }
+                hash
             }
             Expr::Choice(alternatives) => {
+                let mut hash = 5;
                 for alternative in alternatives {
-                    self.expr(alternative, from, to)?;
+                    hash = mix(hash, self.expr(alternative, from, to)?);
                 }
+                hash
             }
-            Expr::Rule(rule) => self.edge(from, Edge::Call { rule: *rule, to }),
+            Expr::Rule(rule) => {
+                self.edge(from, Edge::Call { rule: *rule, to });
+                mix(6, rule.index() as u64)
+            }
             Expr::Tokens(set) => {
-                let set = (self.token_set)(set);
-                self.edge(from, Edge::Tokens { set, to });
+                let id = (self.token_set)(set);
+                self.edge(from, Edge::Tokens { set: id, to });
+                mix(7, u64::from(id.0))
             }
             Expr::Repeat { expr, min, max } => {
                 let mut cur = from;
+                let mut inner = 0;
                 for _ in 0..*min {
                     let next = self.state()?;
-                    self.expr(expr, cur, next)?;
+                    inner = self.expr(expr, cur, next)?;
                     cur = next;
                 }
                 match max {
@@ -182,22 +254,117 @@ impl Builder<'_> {
                         let head = self.state()?;
                         self.edge(cur, Edge::Epsilon(head));
                         let tail = self.state()?;
-                        self.expr(expr, head, tail)?;
+                        inner = self.expr(expr, head, tail)?;
                         self.edge(tail, Edge::Epsilon(head));
                         self.edge(head, Edge::Epsilon(to));
                     }
-                    Some(max) => {
-                        for _ in *min..*max {
-                            let next = self.state()?;
+                    Some(max) if max > min => {
+                        // Each optional copy may be the last; the last one reads into `to`
+                        // itself (so an optional item's suffix is shared like any other).
+                        for k in *min..*max {
                             self.edge(cur, Edge::Epsilon(to));
-                            self.expr(expr, cur, next)?;
+                            let next = if k + 1 == *max { to } else { self.state()? };
+                            inner = self.expr(expr, cur, next)?;
                             cur = next;
                         }
-                        self.edge(cur, Edge::Epsilon(to));
+                    }
+                    Some(_) => self.edge(cur, Edge::Epsilon(to)),
+                }
+                if *min == 0 && *max == Some(0) {
+                    inner = 0;
+                }
+                mix(mix(mix(8, inner), u64::from(*min)), max.map_or(u64::MAX, u64::from))
+            }
+        };
+        Ok(hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(e: &Expr) -> Nfa {
+        Nfa::build(e, 1_000, &mut |_| TokenSetId(0)).unwrap()
+    }
+
+    /// Whether the NFA spells `text` (bytes and epsilons only).
+    fn accepts(nfa: &Nfa, text: &[u8]) -> bool {
+        let close = |mut set: Vec<NfaState>| {
+            let mut i = 0;
+            while i < set.len() {
+                for e in nfa.edges(set[i]) {
+                    if let Edge::Epsilon(to) = *e {
+                        if !set.contains(&to) {
+                            set.push(to);
+                        }
                     }
                 }
+                i += 1;
             }
+            set
+        };
+        let mut set = close(vec![nfa.start]);
+        for &b in text {
+            let next = set
+                .iter()
+                .flat_map(|&s| nfa.edges(s))
+                .filter_map(|e| match *e {
+                    Edge::Bytes { lo, hi, to } if (lo..=hi).contains(&b) => Some(to),
+                    _ => None,
+                })
+                .collect();
+            set = close(next);
         }
-        Ok(())
+        set.contains(&nfa.accept)
+    }
+
+    fn lit(s: &str) -> Expr {
+        Expr::literal(s)
+    }
+
+    #[test]
+    fn equal_suffixes_share_states() {
+        let x = lit("xyz");
+        let shared = Expr::choice(vec![
+            Expr::seq(vec![lit("a"), x.clone()]),
+            Expr::seq(vec![lit("b"), x.clone()]),
+        ]);
+        let distinct = Expr::choice(vec![
+            Expr::seq(vec![lit("a"), x.clone()]),
+            Expr::seq(vec![lit("b"), lit("xyw")]),
+        ]);
+        // Start, accept, and one copy of `xyz` (entry and two inner states).
+        assert_eq!(build(&shared).len(), 5);
+        assert_eq!(build(&distinct).len(), 8);
+        assert!(accepts(&build(&shared), b"bxyz") && !accepts(&build(&shared), b"bxyw"));
+    }
+
+    #[test]
+    fn undone_copies_leave_no_shared_entry_behind() {
+        // The second loop equals the first and is undone, with the entry its body
+        // registered inside it; the third reuses the undone state numbers.
+        let looped = |head: &str, a: &str, b: &str| {
+            Expr::seq(vec![lit(head), Expr::star(Expr::seq(vec![lit(a), lit(b)]))])
+        };
+        let e =
+            Expr::choice(vec![looped("a", "p", "q"), looped("b", "p", "q"), looped("c", "z", "q")]);
+        let nfa = build(&e);
+        let n = nfa.len() as NfaState;
+        assert!(nfa.all_edges().iter().all(|e| match *e {
+            Edge::Epsilon(to) | Edge::Bytes { to, .. } => to < n,
+            _ => true,
+        }));
+        for (text, ok) in [
+            (&b"a"[..], true),
+            (b"apqpq", true),
+            (b"bpq", true),
+            (b"czqzq", true),
+            (b"cpq", false),
+            (b"azq", false),
+            (b"czqp", false),
+        ] {
+            assert_eq!(accepts(&nfa, text), ok, "{}", String::from_utf8_lossy(text));
+        }
     }
 }
