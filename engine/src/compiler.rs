@@ -12,18 +12,19 @@ use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
 use crate::deadline::Deadline;
 use crate::error::CompileError;
+use crate::error::MatchError;
 use crate::follow::{exit_bytes, nullable_rules, ByteSet};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
 use crate::slices::{slicing_for, Slicing, UNKNOWN_DEPTH};
 use crate::stack::{Position, Stack};
-use crate::token_cache::{classify, MaskEntry, PositionMask};
+use crate::token_cache::{classify, MaskEntry, ParentMask, PositionMask};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Resource limits, each with a documented default. A limit that is hit is an error that
@@ -416,6 +417,9 @@ pub struct CompiledGrammar {
     /// Per automaton state (indexed like `cache`): the memo of
     /// [`crate::slices::safe_depth`] (4 bytes per state; empty when the cache is off).
     safe_memo: Vec<AtomicU32>,
+    /// The context-dependent tokens of a position classified once more with the return
+    /// position below it, by the pair's global state indices ([`ParentMask`]).
+    parent_cache: Mutex<HashMap<(u32, u32), Arc<ParentMask>>>,
 }
 
 impl CompiledGrammar {
@@ -458,6 +462,7 @@ impl CompiledGrammar {
             cache_bytes: AtomicUsize::new(0),
             slicing: OnceLock::new(),
             safe_memo,
+            parent_cache: Mutex::new(HashMap::new()),
         }
     }
 
@@ -545,6 +550,48 @@ impl CompiledGrammar {
             self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
         }
         Some(MaskEntry::Stored(stored))
+    }
+
+    /// The global state index of `position`.
+    fn global_index(&self, position: Position) -> u32 {
+        self.state_base[position.rule.index()] + position.state.index() as u32
+    }
+
+    /// The context-dependent tokens `dependent` of `top` (its cache entry's) classified
+    /// with the return position `parent` below it ([`ParentMask`]): computed on first use
+    /// for the pair and stored within the cache's memory bound (past it, computed for
+    /// this use only).
+    pub(crate) fn parent_mask(
+        &self,
+        top: Position,
+        parent: Position,
+        dependent: &[u32],
+    ) -> Result<Arc<ParentMask>, MatchError> {
+        let key = (self.global_index(top), self.global_index(parent));
+        let lock = || self.parent_cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(stored) = lock().get(&key) {
+            return Ok(stored.clone());
+        }
+        let computed = Arc::new(crate::mask::classify_with_parent(self, top, parent, dependent)?);
+        let bytes = computed.memory();
+        let max = self.limits.max_mask_cache_bytes;
+        let reserved = self
+            .cache_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&total| total <= max)
+            })
+            .is_ok();
+        if !reserved {
+            return Ok(computed);
+        }
+        let mut cache = lock();
+        if let Some(stored) = cache.get(&key) {
+            // Another thread stored the same entry first: give the reservation back.
+            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
+            return Ok(stored.clone());
+        }
+        cache.insert(key, computed.clone());
+        Ok(computed)
     }
 
     /// Whether masks use the token mask cache.

@@ -17,7 +17,8 @@ use crate::compiler::CompiledGrammar;
 use crate::error::MatchError;
 use crate::ids::TokenSetId;
 use crate::matcher::{close_into, step_byte_into, Closure};
-use crate::stack::Stack;
+use crate::stack::{Position, Stack};
+use crate::token_cache::ParentMask;
 use grammask_tokenset::{clear_bit, get_bit, set_bit, Vocabulary};
 
 /// Sets the bits of the stop tokens.
@@ -84,7 +85,7 @@ fn fill_text(
         return Ok(());
     }
     if !grammar.has_mask_cache() {
-        return walk(grammar, closure, None, bitmask);
+        return walk(grammar, closure, None, bitmask, None);
     }
     // Context-independent tokens from the cache, then the context-dependent ones of each
     // position checked against that stack alone (the other stacks are other configs).
@@ -99,9 +100,58 @@ fn fill_text(
     }
     for (config, entry) in dependent {
         let seed = Closure { configs: vec![config.clone()], can_end: false };
-        walk(grammar, &seed, Some(&entry.dependent), bitmask)?;
+        // One frame deeper first: most of these tokens end inside the caller's rule.
+        let remaining = match config.pop() {
+            Some(parent) => {
+                let deeper = grammar.parent_mask(config.top, parent.top, &entry.dependent)?;
+                deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
+                Remaining::Parent(deeper)
+            }
+            None => Remaining::Own(entry),
+        };
+        if !remaining.positions().is_empty() {
+            walk(grammar, &seed, Some(remaining.positions()), bitmask, None)?;
+        }
     }
     Ok(())
+}
+
+/// The tokens of a stack still to walk: its position's context-dependent ones, or those
+/// of the position and its return position.
+enum Remaining<'a> {
+    Own(crate::token_cache::MaskEntry<'a>),
+    Parent(std::sync::Arc<ParentMask>),
+}
+
+impl Remaining<'_> {
+    fn positions(&self) -> &[u32] {
+        match self {
+            Remaining::Own(entry) => &entry.dependent,
+            Remaining::Parent(deeper) => &deeper.dependent,
+        }
+    }
+}
+
+/// Classifies the context-dependent tokens `dependent` of `top` with the return position
+/// `parent` below it and nothing below that ([`ParentMask`]).
+pub(crate) fn classify_with_parent(
+    grammar: &CompiledGrammar,
+    top: Position,
+    parent: Position,
+    dependent: &[u32],
+) -> Result<ParentMask, MatchError> {
+    // The stack [parent, top]: returning below `parent` ends it (`can_end`).
+    let seed = Closure { configs: vec![Stack::root(parent).push(parent, top)], can_end: false };
+    let mut bits = vec![0u32; grammar.vocab.vocab_size().div_ceil(32)];
+    let mut still = Vec::new();
+    walk(grammar, &seed, Some(dependent), &mut bits, Some(&mut still))?;
+    let sorted = grammar.vocab.sorted();
+    let accepted = dependent
+        .iter()
+        .map(|&p| sorted.token_id(p as usize))
+        .filter(|&id| get_bit(&bits, id))
+        .collect();
+    Ok(ParentMask { accepted, dependent: still })
 }
 
 fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
@@ -111,17 +161,25 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
 /// The sorted-vocabulary walk from `seed`: over every token (`positions` is `None`) or
 /// over the listed sorted-vocabulary positions (ascending). Sets the bit of each token
 /// some stack reads to its end; tokens already set are not walked again.
+///
+/// With `ended`, the seed's bottom is a boundary rather than the end of the document:
+/// the listed tokens that no stack reads to the end, but whose prefix left a closure
+/// that could return below the bottom (`can_end`) with bytes still to read, are pushed
+/// to `ended` (ascending), as they depend on what lies below.
 fn walk(
     grammar: &CompiledGrammar,
     seed: &Closure,
     positions: Option<&[u32]>,
     bitmask: &mut [u32],
+    mut ended: Option<&mut Vec<u32>>,
 ) -> Result<(), MatchError> {
     let sorted = grammar.vocab.sorted();
     let count = positions.map_or(sorted.len(), <[u32]>::len);
     let position = |k: usize| positions.map_or(k, |p| p[k] as usize);
     // levels[d]: the closure after the first d bytes of the current token.
     let mut levels: Vec<Closure> = vec![seed.clone()];
+    // ended_by[d]: whether a closure after 1..=d bytes could return below the bottom.
+    let mut ended_by: Vec<bool> = vec![false];
     let mut depth = 0usize; // levels[0..=depth] hold for the previous token's prefix
     let mut previous: &[u8] = &[];
     let mut raw: Vec<Stack> = Vec::new();
@@ -152,6 +210,12 @@ fn walk(
                 levels.push(Closure::default());
             }
             close_into(grammar, &raw, &mut levels[d + 1])?;
+            let ended_here = ended_by[d] || levels[d + 1].can_end;
+            if ended_by.len() <= d + 1 {
+                ended_by.push(ended_here);
+            } else {
+                ended_by[d + 1] = ended_here;
+            }
             depth = d + 1;
         }
         match refused_at {
@@ -159,9 +223,17 @@ fn walk(
                 None => k = sorted.next_without_prefix(i, d + 1),
                 Some(p) => {
                     let refused = &bytes[..=d];
+                    let first = k;
                     k += 1;
                     while k < count && sorted.bytes(p[k] as usize).starts_with(refused) {
                         k += 1;
+                    }
+                    if let Some(ended) = ended.as_deref_mut().filter(|_| ended_by[d]) {
+                        ended.extend(
+                            p[first..k]
+                                .iter()
+                                .filter(|&&q| !get_bit(bitmask, sorted.token_id(q as usize))),
+                        );
                     }
                 }
             },

@@ -304,6 +304,32 @@ fn mask_cache_changes_speed_never_answers() {
     assert!(bounded.mask_cache_memory() > 0, "entries that fit are stored");
 }
 
+/// The built-in JSON grammar (recursive: values, objects, arrays and strings are rules
+/// of their own) with tokens that close a string, a value or several at once: the
+/// classifications one frame deeper ([`grammask_engine`]'s parent entries, reused across
+/// walks of the same compiled grammar) give the masks of the cache-free walk.
+#[test]
+fn closing_tokens_classified_with_the_caller_give_the_same_masks() {
+    use grammask_syntax::json_schema::{builtin_json_grammar, JsonSchemaOptions};
+    let tokens: Vec<Vec<u8>> = [
+        "{", "}", "[", "]", ",", ":", "\"", "{\"", "\":", "\",", "\"}", "\"},", "\"}]", "\"]",
+        "}}", "},", "}]", "]}", "],", "1", "1}", "1]", "1},", "a", "ab", "\"a\"", "true", "null",
+        " ", "\n", ",\"", ": ", "é", "\\n", "\"}}", "]]",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .chain(std::iter::once(b"</s>".to_vec()))
+    .collect();
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let grammar = builtin_json_grammar(&JsonSchemaOptions::default());
+    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    masked_walks_agree(&[cached.clone(), plain], 0x2545_F491_4F6C_DD1D, 60, 40, || {});
+    assert!(cached.mask_cache_memory() > 0);
+}
+
 #[test]
 fn special_tokens_only_where_named_and_padding_never() {
     use grammask_syntax::ir::TokenSet;
