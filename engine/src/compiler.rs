@@ -419,7 +419,16 @@ pub struct CompiledGrammar {
     safe_memo: Vec<AtomicU32>,
     /// The context-dependent tokens of a position classified once more with the return
     /// position below it, by the pair's global state indices ([`ParentMask`]).
-    parent_cache: Mutex<HashMap<(u32, u32), Arc<ParentMask>>>,
+    parent_cache: Mutex<HashMap<(u32, u32), ParentSlot>>,
+}
+
+/// A pair of positions in [`CompiledGrammar::parent_mask`]'s cache.
+#[derive(Debug)]
+enum ParentSlot {
+    /// Asked for once.
+    Seen,
+    /// Classified.
+    Ready(Arc<ParentMask>),
 }
 
 impl CompiledGrammar {
@@ -530,14 +539,7 @@ impl CompiledGrammar {
         let memo = self.safe_memo.get(base..base + self.dfa(position).len()).unwrap_or(&[]);
         let mask = classify(self.dfa(position), position.state, exits, &self.vocab, slicing, memo);
         let bytes = mask.memory();
-        let max = self.limits.max_mask_cache_bytes;
-        let reserved = self
-            .cache_bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|&total| total <= max)
-            })
-            .is_ok();
-        if !reserved {
+        if !self.reserve(bytes) {
             return Some(MaskEntry::Unstored(mask));
         }
         let mut ours = false;
@@ -558,40 +560,53 @@ impl CompiledGrammar {
     }
 
     /// The context-dependent tokens `dependent` of `top` (its cache entry's) classified
-    /// with the return position `parent` below it ([`ParentMask`]): computed on first use
-    /// for the pair and stored within the cache's memory bound (past it, computed for
-    /// this use only).
+    /// with the return position `parent` below it ([`ParentMask`]), from the second time
+    /// the pair is asked for (`None` the first time: a pair met once, as on most steps of
+    /// a first walk through a grammar, costs one walk against the real stack, not a
+    /// classification and then a walk). Stored within the cache's memory bound (past it,
+    /// `None`: the walk against the stack gives the same answers).
     pub(crate) fn parent_mask(
         &self,
         top: Position,
         parent: Position,
         dependent: &[u32],
-    ) -> Result<Arc<ParentMask>, MatchError> {
+    ) -> Result<Option<Arc<ParentMask>>, MatchError> {
         let key = (self.global_index(top), self.global_index(parent));
         let lock = || self.parent_cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(stored) = lock().get(&key) {
-            return Ok(stored.clone());
+        let known = match lock().get(&key) {
+            Some(ParentSlot::Ready(stored)) => return Ok(Some(stored.clone())),
+            Some(ParentSlot::Seen) => true,
+            None => false,
+        };
+        if !known {
+            if self.reserve(std::mem::size_of::<((u32, u32), ParentSlot)>()) {
+                lock().entry(key).or_insert(ParentSlot::Seen);
+            }
+            return Ok(None);
         }
         let computed = Arc::new(crate::mask::classify_with_parent(self, top, parent, dependent)?);
         let bytes = computed.memory();
+        if !self.reserve(bytes) {
+            return Ok(None);
+        }
+        let mut cache = lock();
+        if let Some(ParentSlot::Ready(stored)) = cache.get(&key) {
+            // Another thread stored the same entry first: give the reservation back.
+            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
+            return Ok(Some(stored.clone()));
+        }
+        cache.insert(key, ParentSlot::Ready(computed.clone()));
+        Ok(Some(computed))
+    }
+
+    /// Reserves `bytes` of the cache's memory bound; `false` when they do not fit.
+    fn reserve(&self, bytes: usize) -> bool {
         let max = self.limits.max_mask_cache_bytes;
-        let reserved = self
-            .cache_bytes
+        self.cache_bytes
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_add(bytes).filter(|&total| total <= max)
             })
-            .is_ok();
-        if !reserved {
-            return Ok(computed);
-        }
-        let mut cache = lock();
-        if let Some(stored) = cache.get(&key) {
-            // Another thread stored the same entry first: give the reservation back.
-            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
-            return Ok(stored.clone());
-        }
-        cache.insert(key, computed.clone());
-        Ok(computed)
+            .is_ok()
     }
 
     /// Whether masks use the token mask cache.

@@ -101,9 +101,12 @@ fn fill_text(
     for (config, entry) in dependent {
         let seed = Closure { configs: vec![config.clone()], can_end: false };
         // One frame deeper first: most of these tokens end inside the caller's rule.
-        let remaining = match config.pop() {
-            Some(parent) => {
-                let deeper = grammar.parent_mask(config.top, parent.top, &entry.dependent)?;
+        let deeper = match config.pop() {
+            Some(parent) => grammar.parent_mask(config.top, parent.top, &entry.dependent)?,
+            None => None,
+        };
+        let remaining = match deeper {
+            Some(deeper) => {
                 deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
                 Remaining::Parent(deeper)
             }
