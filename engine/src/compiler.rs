@@ -422,11 +422,21 @@ pub struct CompiledGrammar {
     parent_cache: Mutex<HashMap<(u32, u32), ParentSlot>>,
 }
 
+/// Positions with more context-dependent tokens than this are not classified one frame
+/// deeper ([`CompiledGrammar::parent_mask`]): a walk against the real stacks skips the
+/// tokens other stacks accepted already, which the classification cannot, and at such
+/// positions (long `maxLength` strings, where tens of thousands of tokens may end the
+/// string) it costs more than the walks it would spare.
+const MAX_PARENT_DEPENDENT: usize = 8_192;
+
+/// The visit of a pair of positions at which it is classified one frame deeper.
+const PARENT_AFTER_VISITS: u32 = 3;
+
 /// A pair of positions in [`CompiledGrammar::parent_mask`]'s cache.
 #[derive(Debug)]
 enum ParentSlot {
-    /// Asked for once.
-    Seen,
+    /// Asked for this many times.
+    Seen(u32),
     /// Classified.
     Ready(Arc<ParentMask>),
 }
@@ -560,28 +570,42 @@ impl CompiledGrammar {
     }
 
     /// The context-dependent tokens `dependent` of `top` (its cache entry's) classified
-    /// with the return position `parent` below it ([`ParentMask`]), from the second time
-    /// the pair is asked for (`None` the first time: a pair met once, as on most steps of
-    /// a first walk through a grammar, costs one walk against the real stack, not a
-    /// classification and then a walk). Stored within the cache's memory bound (past it,
-    /// `None`: the walk against the stack gives the same answers).
+    /// with the return position `parent` below it ([`ParentMask`]), from the
+    /// [`PARENT_AFTER_VISITS`]-th time the pair is asked for (`None` before: a pair met
+    /// once or twice, as on most steps of a first walk through a grammar, costs walks
+    /// against the real stack, which skip the tokens other stacks accepted, not a
+    /// classification that cannot). `None` as well for more than
+    /// [`MAX_PARENT_DEPENDENT`] tokens, and past the cache's memory bound: the walk
+    /// against the stack gives the same answers.
     pub(crate) fn parent_mask(
         &self,
         top: Position,
         parent: Position,
         dependent: &[u32],
     ) -> Result<Option<Arc<ParentMask>>, MatchError> {
+        if dependent.len() > MAX_PARENT_DEPENDENT {
+            return Ok(None);
+        }
         let key = (self.global_index(top), self.global_index(parent));
         let lock = || self.parent_cache.lock().unwrap_or_else(PoisonError::into_inner);
-        let known = match lock().get(&key) {
-            Some(ParentSlot::Ready(stored)) => return Ok(Some(stored.clone())),
-            Some(ParentSlot::Seen) => true,
-            None => false,
-        };
-        if !known {
-            if self.reserve(std::mem::size_of::<((u32, u32), ParentSlot)>()) {
-                lock().entry(key).or_insert(ParentSlot::Seen);
+        let visits = {
+            let mut cache = lock();
+            match cache.get_mut(&key) {
+                Some(ParentSlot::Ready(stored)) => return Ok(Some(stored.clone())),
+                Some(ParentSlot::Seen(n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    drop(cache);
+                    if self.reserve(std::mem::size_of::<((u32, u32), ParentSlot)>()) {
+                        lock().entry(key).or_insert(ParentSlot::Seen(1));
+                    }
+                    1
+                }
             }
+        };
+        if visits < PARENT_AFTER_VISITS {
             return Ok(None);
         }
         let computed = Arc::new(crate::mask::classify_with_parent(self, top, parent, dependent)?);
