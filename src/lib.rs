@@ -30,8 +30,8 @@ pub use grammask_syntax as syntax;
 pub use grammask_tokenset as tokenset;
 
 pub use grammask_engine::{
-    fill_next_token_bitmasks, CompileError, CompiledGrammar, Compiler, CompilerConfig, Limits,
-    MatchError, Matcher,
+    fill_next_token_bitmasks, prepare_vocabulary, CompileError, CompiledGrammar, Compiler,
+    CompilerConfig, Limits, MatchError, Matcher,
 };
 pub use grammask_syntax::{Diagnostic, Diagnostics, Grammar};
 pub use grammask_tokenset::{bitmask_len, get_bit, set_bit, Bitmask, TokenKind, Vocabulary};

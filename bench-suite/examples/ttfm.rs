@@ -6,7 +6,7 @@
 //!
 //! Prints the median conversion time of the schemas (once, not part of TTFM here), the
 //! median TTFM and compile time, the total over all schemas and runs, and the
-//! schemas around the median (with their automaton state counts).
+//! schemas around the median and the three slowest (with their automaton state counts).
 use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
 use std::sync::Arc;
@@ -75,6 +75,10 @@ fn main() -> Result<(), String> {
     let total_compile: f64 = times.iter().map(|t| t.1).sum();
     println!("total TTFM {total:.0} ms, compile {total_compile:.0} ms");
     for (ttfm, compile, states, f) in &times[n.saturating_sub(6) / 2..(n / 2 + 3).min(n)] {
+        println!("{ttfm:.2} {compile:.2} {states} states {}", f.display());
+    }
+    println!("slowest:");
+    for (ttfm, compile, states, f) in times.iter().rev().take(3) {
         println!("{ttfm:.2} {compile:.2} {states} states {}", f.display());
     }
     Ok(())

@@ -157,8 +157,10 @@ pub struct Grammask {
 }
 
 impl Grammask {
-    /// Set up for `vocab`.
+    /// Set up for `vocab`: the vocabulary-level data is built here, once per tokenizer,
+    /// as a server does at startup (llguidance's slicer likewise, in its setup).
     pub fn new(vocab: Arc<Vocabulary>) -> Self {
+        grammask::prepare_vocabulary(&vocab);
         Grammask { vocab, cache: Arc::new(GrammarCache::new(1 << 30)) }
     }
 }
@@ -246,7 +248,7 @@ mod peers {
 
     /// llguidance 1.9.1: a `ParserFactory` over a `TokTrie` of the same token bytes
     /// (special tokens 0xFF-prefixed, as toktrie marks them). The factory (its slicer, a
-    /// per-vocabulary precomputation) is built once, like grammask's sorted vocabulary.
+    /// per-vocabulary precomputation) is built once, like grammask's vocabulary data.
     pub struct Llguidance {
         factory: llguidance::ParserFactory,
         eos: u32,

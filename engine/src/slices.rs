@@ -582,6 +582,14 @@ mod tests {
         // 20 bytes per token and its bytes, 4 per part (its `starts` end).
         let parts = (EXACT + 2) * 4;
         assert_eq!(s.memory(), 20 * 6 + 29 + parts + (EXACT + 1) * words * 4);
+        let prepared =
+            Arc::new(Vocabulary::from_byte_tokens(vec![b"y".to_vec()], &[], &[], None).unwrap());
+        crate::prepare_vocabulary(&prepared);
+        assert!(REGISTRY
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(v, _)| std::ptr::eq(v.as_ptr(), Arc::as_ptr(&prepared))));
         let weak = Arc::downgrade(&v);
         drop((v, s));
         // The next look-up drops the entry of the vocabulary that is gone.
