@@ -243,6 +243,8 @@ int main(int argc, char **argv) {
     else
         CHECK(grammask_vocab_load(spec, &vocab));
 
+    CHECK(grammask_vocab_prepare(vocab));
+
     Walker w;
     memset(&w, 0, sizeof w);
     w.vocab = vocab;

@@ -70,6 +70,8 @@ fn happy_path() {
     // SAFETY (whole test): every pointer passed is valid for the call as documented.
     unsafe {
         let v = vocab();
+        ok(grammask_vocab_prepare(v));
+        assert_eq!(grammask_vocab_prepare(null()), GrammaskStatus::NullPointer);
         let mut size = 0;
         ok(grammask_vocab_size(v, &mut size));
         assert_eq!(size, 40);
