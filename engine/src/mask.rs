@@ -19,7 +19,7 @@ use crate::ids::TokenSetId;
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::{Position, Stack};
 use crate::token_cache::ParentMask;
-use grammask_tokenset::{clear_bit, get_bit, set_bit, Vocabulary};
+use grammask_tokenset::{bitmask_len, clear_bit, get_bit, set_bit, Vocabulary};
 
 /// Sets the bits of the stop tokens.
 pub(crate) fn set_stop_tokens(vocab: &Vocabulary, bitmask: &mut [u32]) {
@@ -105,34 +105,15 @@ fn fill_text(
             Some(parent) => grammar.parent_mask(config.top, parent.top, &entry.dependent)?,
             None => None,
         };
-        let remaining = match deeper {
-            Some(deeper) => {
-                deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
-                Remaining::Parent(deeper)
-            }
-            None => Remaining::Own(entry),
-        };
-        if !remaining.positions().is_empty() {
-            walk(grammar, &seed, Some(remaining.positions()), bitmask, None)?;
+        if let Some(deeper) = &deeper {
+            deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
+        }
+        let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
+        if !remaining.is_empty() {
+            walk(grammar, &seed, Some(remaining), bitmask, None)?;
         }
     }
     Ok(())
-}
-
-/// The tokens of a stack still to walk: its position's context-dependent ones, or those
-/// of the position and its return position.
-enum Remaining<'a> {
-    Own(crate::token_cache::MaskEntry<'a>),
-    Parent(std::sync::Arc<ParentMask>),
-}
-
-impl Remaining<'_> {
-    fn positions(&self) -> &[u32] {
-        match self {
-            Remaining::Own(entry) => &entry.dependent,
-            Remaining::Parent(deeper) => &deeper.dependent,
-        }
-    }
 }
 
 /// Classifies the context-dependent tokens `dependent` of `top` with the return position
@@ -145,7 +126,7 @@ pub(crate) fn classify_with_parent(
 ) -> Result<ParentMask, MatchError> {
     // The stack [parent, top]: returning below `parent` ends it (`can_end`).
     let seed = Closure { configs: vec![Stack::root(parent).push(parent, top)], can_end: false };
-    let mut bits = vec![0u32; grammar.vocab.vocab_size().div_ceil(32)];
+    let mut bits = vec![0u32; bitmask_len(grammar.vocab.vocab_size())];
     let mut still = Vec::new();
     walk(grammar, &seed, Some(dependent), &mut bits, Some(&mut still))?;
     let sorted = grammar.vocab.sorted();
@@ -232,11 +213,7 @@ fn walk(
                         k += 1;
                     }
                     if let Some(ended) = ended.as_deref_mut().filter(|_| ended_by[d]) {
-                        ended.extend(
-                            p[first..k]
-                                .iter()
-                                .filter(|&&q| !get_bit(bitmask, sorted.token_id(q as usize))),
-                        );
+                        ended.extend_from_slice(&p[first..k]);
                     }
                 }
             },

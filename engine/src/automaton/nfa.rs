@@ -270,9 +270,6 @@ impl<'e> Builder<'_, 'e> {
                     }
                     Some(_) => self.edge(cur, Edge::Epsilon(to)),
                 }
-                if *min == 0 && *max == Some(0) {
-                    inner = 0;
-                }
                 mix(mix(mix(8, inner), u64::from(*min)), max.map_or(u64::MAX, u64::from))
             }
         };
