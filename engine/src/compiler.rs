@@ -18,7 +18,7 @@ use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
 use crate::slices::{slicing_for, Slicing, UNKNOWN_DEPTH};
 use crate::stack::{Position, Stack};
-use crate::token_cache::{classify, MaskEntry, ParentMask, PositionMask};
+use crate::token_cache::{classify, Exits, MaskEntry, ParentMask, PositionMask};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
@@ -408,6 +408,9 @@ pub struct CompiledGrammar {
     /// Per rule and state, the bytes that may follow when leaving the automaton there
     /// (context expansion for the cache).
     exits: Vec<Vec<ByteSet>>,
+    /// Per rule and state, whether `exits` is not empty (a dense index for the
+    /// classification walk, [`Exits`]).
+    open: Vec<Vec<bool>>,
     /// Heap bytes of the stored cache entries (at most `limits.max_mask_cache_bytes`).
     cache_bytes: AtomicUsize,
     /// The vocabulary's slices ([`crate::slices`]), fetched when a classification first
@@ -457,7 +460,7 @@ impl CompiledGrammar {
             state_base.push(total_states as u32);
             total_states += dfa.len();
         }
-        let (cache, exits, safe_memo) = if mask_cache {
+        let (cache, exits, safe_memo): (Vec<_>, Vec<Vec<ByteSet>>, Vec<_>) = if mask_cache {
             (
                 (0..total_states).map(|_| OnceLock::new()).collect(),
                 exit_bytes(&automata),
@@ -466,6 +469,10 @@ impl CompiledGrammar {
         } else {
             (Vec::new(), Vec::new(), Vec::new())
         };
+        let open = exits
+            .iter()
+            .map(|rule| rule.iter().map(|set| *set != ByteSet::default()).collect())
+            .collect();
         CompiledGrammar {
             vocab,
             grammar,
@@ -477,6 +484,7 @@ impl CompiledGrammar {
             state_base,
             cache,
             exits,
+            open,
             cache_bytes: AtomicUsize::new(0),
             slicing: OnceLock::new(),
             safe_memo,
@@ -542,7 +550,8 @@ impl CompiledGrammar {
         if let Some(stored) = slot.get() {
             return Some(MaskEntry::Stored(stored));
         }
-        let exits = &self.exits[position.rule.index()];
+        let r = position.rule.index();
+        let exits = Exits { open: &self.open[r], bytes: &self.exits[r] };
         let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
         let base = self.state_base[position.rule.index()] as usize;
         let memo = self.safe_memo.get(base..base + self.dfa(position).len()).unwrap_or(&[]);

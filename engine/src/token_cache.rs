@@ -25,6 +25,17 @@
 
 use crate::automaton::Dfa;
 use crate::follow::ByteSet;
+
+/// The exit bytes of a rule's states ([`crate::follow`]), with a dense flag per state
+/// telling whether it has any (only open states do): the classification walk reads the
+/// flag at every byte and the 32-byte set only at open states.
+#[derive(Clone, Copy)]
+pub(crate) struct Exits<'a> {
+    /// Per state: whether its exit bytes are not empty.
+    pub(crate) open: &'a [bool],
+    /// Per state: its exit bytes.
+    pub(crate) bytes: &'a [ByteSet],
+}
 use crate::ids::StateId;
 use crate::slices::{safe_depth, Slicing, Trie, EXACT};
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
@@ -143,7 +154,7 @@ impl std::ops::Deref for MaskEntry<'_> {
 pub(crate) fn classify(
     dfa: &Dfa,
     state: StateId,
-    exits: &[ByteSet],
+    exits: Exits<'_>,
     vocab: &Vocabulary,
     slicing: impl FnOnce() -> Arc<Slicing>,
     safe_memo: &[AtomicU32],
@@ -191,7 +202,7 @@ pub(crate) fn classify(
 fn walk<T: Trie>(
     dfa: &Dfa,
     state: StateId,
-    exits: &[ByteSet],
+    exits: Exits<'_>,
     trie: &T,
     accepted: &mut Vec<u32>,
     dependent: &mut Vec<u32>,
@@ -212,7 +223,10 @@ fn walk<T: Trie>(
             // Leaving here: after at least one byte, at an open state (one that calls a
             // rule or may end the rule: only those have exit bytes), with `b` an exit
             // byte (the start state's exits are other stacks of the closure).
-            let open = left_before || (d > 0 && exits[current.index()].contains(b));
+            let open = left_before
+                || (d > 0
+                    && exits.open[current.index()]
+                    && exits.bytes[current.index()].contains(b));
             match dfa.next(current, b) {
                 Some(next) => {
                     let entry = (next, open);
