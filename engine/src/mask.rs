@@ -7,7 +7,9 @@
 //!
 //! With the adaptive token mask cache on (the default), the walk only visits the
 //! context-dependent tokens of each stack's position ([`crate::token_cache`]); the rest
-//! come from the cache.
+//! come from the cache. A position met often under the same return position has those
+//! tokens classified once more with it ([`crate::token_cache::ParentMask`]), and the walk
+//! then visits only the ones that may return below it.
 //!
 //! A token is allowed when its last byte is read by some stack. Every automaton state
 //! can still finish its rule and every rule can finish, so an allowed token
