@@ -196,11 +196,13 @@ fn walk(
                 levels.push(Closure::default());
             }
             close_into(grammar, &raw, &mut levels[d + 1])?;
-            let ended_here = ended_by[d] || levels[d + 1].can_end;
-            if ended_by.len() <= d + 1 {
-                ended_by.push(ended_here);
-            } else {
-                ended_by[d + 1] = ended_here;
+            if ended.is_some() {
+                let ended_here = ended_by[d] || levels[d + 1].can_end;
+                if ended_by.len() <= d + 1 {
+                    ended_by.push(ended_here);
+                } else {
+                    ended_by[d + 1] = ended_here;
+                }
             }
             depth = d + 1;
         }

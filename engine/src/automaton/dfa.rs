@@ -15,44 +15,13 @@
 //! automata of up to 256 states.
 
 use super::nfa::{Edge, Nfa, NfaState};
+use super::SetHasher;
 use crate::deadline::Deadline;
 use crate::ids::{StateId, TokenSetId};
 use grammask_syntax::ir::RuleId;
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-
-/// A fast hasher for the state sets of subset construction (vectors of small integers;
-/// no untrusted keys flood it: the sets come from the compiler's own automata).
-#[derive(Default)]
-struct SetHasher(u64);
-
-impl Hasher for SetHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.write_u64(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
 
 /// No transition.
 pub(crate) const DEAD: u32 = u32::MAX;

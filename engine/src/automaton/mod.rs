@@ -12,6 +12,46 @@ pub(crate) mod nfa;
 
 pub use dfa::Dfa;
 
+use std::hash::Hasher;
+
+/// A fast hasher for the automata's own integers (subset construction's state sets, the
+/// NFA builder's structural hashes; no untrusted keys flood it).
+#[derive(Default)]
+pub(crate) struct SetHasher(pub(crate) u64);
+
+impl Hasher for SetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.write_u64(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = mix(self.0, n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Mixes `x` into the hash `h` (one step of [`SetHasher`]).
+#[inline]
+pub(crate) fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
 /// Values grouped by key, each key's in their order in `items` (a counting sort): the
 /// values of key `k` are `values[offsets[k]..offsets[k + 1]]`. Returns `(offsets, values)`.
 /// Edges by source state, predecessors by target.

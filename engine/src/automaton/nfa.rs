@@ -11,9 +11,11 @@
 //! in an object with optional members, the tail after each of them), so subset
 //! construction meets each such suffix once instead of once per copy.
 
+use super::{mix, SetHasher};
 use crate::ids::TokenSetId;
 use grammask_syntax::ir::{Expr, RuleId};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 /// An NFA state's index.
 pub(crate) type NfaState = u32;
@@ -62,7 +64,7 @@ impl Nfa {
             edges: Vec::new(),
             max_states,
             token_set,
-            built: HashMap::new(),
+            built: HashMap::default(),
             built_log: Vec::new(),
         };
         let start = b.state()?;
@@ -130,15 +132,9 @@ struct Builder<'a, 'e> {
     max_states: usize,
     token_set: &'a mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
     /// Items built into a target from an entry state of their own: the item and its entry.
-    built: HashMap<BuiltKey, (&'e Expr, NfaState)>,
+    built: HashMap<BuiltKey, (&'e Expr, NfaState), BuildHasherDefault<SetHasher>>,
     /// The keys of `built` in insertion order, to forget entries whose states are undone.
     built_log: Vec<BuiltKey>,
-}
-
-/// Mixes `x` into the hash `h`.
-#[inline]
-fn mix(h: u64, x: u64) -> u64 {
-    (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 impl<'e> Builder<'_, 'e> {
