@@ -12,7 +12,7 @@ use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
 use crate::deadline::Deadline;
 use crate::error::{CompileError, MatchError};
-use crate::follow::{exit_bytes, nullable_rules, ByteSet};
+use crate::follow::{exit_bytes, nullable_rules, RuleExits};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
@@ -406,11 +406,8 @@ pub struct CompiledGrammar {
     /// The adaptive token mask cache, one entry per automaton state (empty when off).
     cache: Vec<OnceLock<PositionMask>>,
     /// Per rule and state, the bytes that may follow when leaving the automaton there
-    /// (context expansion for the cache).
-    exits: Vec<Vec<ByteSet>>,
-    /// Per rule and state, whether `exits` is not empty (a dense index for the
-    /// classification walk, [`Exits`]).
-    open: Vec<Vec<bool>>,
+    /// (context expansion for the cache; empty when the cache is off).
+    exits: Vec<RuleExits>,
     /// Heap bytes of the stored cache entries (at most `limits.max_mask_cache_bytes`).
     cache_bytes: AtomicUsize,
     /// The vocabulary's slices ([`crate::slices`]), fetched when a classification first
@@ -460,7 +457,7 @@ impl CompiledGrammar {
             state_base.push(total_states as u32);
             total_states += dfa.len();
         }
-        let (cache, exits, safe_memo): (Vec<_>, Vec<Vec<ByteSet>>, Vec<_>) = if mask_cache {
+        let (cache, exits, safe_memo): (Vec<_>, Vec<RuleExits>, Vec<_>) = if mask_cache {
             (
                 (0..total_states).map(|_| OnceLock::new()).collect(),
                 exit_bytes(&automata),
@@ -469,10 +466,6 @@ impl CompiledGrammar {
         } else {
             (Vec::new(), Vec::new(), Vec::new())
         };
-        let open = exits
-            .iter()
-            .map(|rule| rule.iter().map(|set| *set != ByteSet::default()).collect())
-            .collect();
         CompiledGrammar {
             vocab,
             grammar,
@@ -484,7 +477,6 @@ impl CompiledGrammar {
             state_base,
             cache,
             exits,
-            open,
             cache_bytes: AtomicUsize::new(0),
             slicing: OnceLock::new(),
             safe_memo,
@@ -551,7 +543,7 @@ impl CompiledGrammar {
             return Some(MaskEntry::Stored(stored));
         }
         let r = position.rule.index();
-        let exits = Exits { open: &self.open[r], bytes: &self.exits[r] };
+        let exits: Exits<'_> = &self.exits[r];
         let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
         let base = self.state_base[position.rule.index()] as usize;
         let memo = self.safe_memo.get(base..base + self.dfa(position).len()).unwrap_or(&[]);

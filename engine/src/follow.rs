@@ -88,9 +88,21 @@ fn next_bytes(dfa: &Dfa, s: StateId, nullable: &[bool], first: &[ByteSet]) -> (B
     (set, can_end)
 }
 
-/// The exit bytes of every state of every rule (indexed like the automata); empty for a
-/// state that neither calls a rule nor may end its rule.
-pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<Vec<ByteSet>> {
+/// Marks a state of [`RuleExits::slot`] without exit bytes.
+pub(crate) const CLOSED: u32 = u32::MAX;
+
+/// The exit bytes of one rule's states: only open states (those that call a rule or may
+/// end the rule) have any, stored once each.
+#[derive(Debug, Default)]
+pub(crate) struct RuleExits {
+    /// Per state: the index of its exit bytes in `sets`, or [`CLOSED`].
+    pub(crate) slot: Vec<u32>,
+    /// The exit bytes of the open states.
+    pub(crate) sets: Vec<ByteSet>,
+}
+
+/// The exit bytes of every state of every rule (indexed like the automata).
+pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<RuleExits> {
     let n = automata.len();
     let nullable = nullable_rules(automata);
     let mut first = vec![ByteSet::default(); n];
@@ -104,20 +116,26 @@ pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<Vec<ByteSet>> {
             break;
         }
     }
+    // Every call site once: (caller, callee, what can be read after the call, whether
+    // the caller may end there).
+    let mut sites: Vec<(usize, usize, ByteSet, bool)> = Vec::new();
+    for (r, dfa) in automata.iter().enumerate() {
+        for s in 0..dfa.len() {
+            for &(callee, ret) in dfa.calls(StateId::new(s)) {
+                let (set, can_end) = next_bytes(dfa, ret, &nullable, &first);
+                sites.push((r, callee.index(), set, can_end));
+            }
+        }
+    }
     let mut follow = vec![ByteSet::default(); n];
     loop {
         let mut changed = false;
-        for (r, dfa) in automata.iter().enumerate() {
-            for s in 0..dfa.len() {
-                for &(callee, ret) in dfa.calls(StateId::new(s)) {
-                    let (mut set, can_end) = next_bytes(dfa, ret, &nullable, &first);
-                    if can_end {
-                        let outer = follow[r];
-                        set.union(&outer);
-                    }
-                    changed |= follow[callee.index()].union(&set);
-                }
+        for &(r, callee, mut set, can_end) in &sites {
+            if can_end {
+                let outer = follow[r];
+                set.union(&outer);
             }
+            changed |= follow[callee].union(&set);
         }
         if !changed {
             break;
@@ -127,26 +145,32 @@ pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<Vec<ByteSet>> {
         .iter()
         .enumerate()
         .map(|(r, dfa)| {
-            (0..dfa.len())
-                .map(|s| {
-                    let q = StateId::new(s);
-                    let mut set = ByteSet::default();
-                    for &(callee, ret) in dfa.calls(q) {
-                        set.union(&first[callee.index()]);
-                        if nullable[callee.index()] {
-                            let (after, can_end) = next_bytes(dfa, ret, &nullable, &first);
-                            set.union(&after);
-                            if can_end {
-                                set.union(&follow[r]);
-                            }
+            let mut exits = RuleExits { slot: vec![CLOSED; dfa.len()], sets: Vec::new() };
+            for s in 0..dfa.len() {
+                let q = StateId::new(s);
+                if dfa.calls(q).is_empty() && !dfa.is_accepting(q) {
+                    continue;
+                }
+                let mut set = ByteSet::default();
+                for &(callee, ret) in dfa.calls(q) {
+                    set.union(&first[callee.index()]);
+                    if nullable[callee.index()] {
+                        let (after, can_end) = next_bytes(dfa, ret, &nullable, &first);
+                        set.union(&after);
+                        if can_end {
+                            set.union(&follow[r]);
                         }
                     }
-                    if dfa.is_accepting(q) {
-                        set.union(&follow[r]);
-                    }
-                    set
-                })
-                .collect()
+                }
+                if dfa.is_accepting(q) {
+                    set.union(&follow[r]);
+                }
+                if set != ByteSet::default() {
+                    exits.slot[s] = exits.sets.len() as u32;
+                    exits.sets.push(set);
+                }
+            }
+            exits
         })
         .collect()
 }

@@ -24,23 +24,16 @@
 //! bitmask of the slices, which belongs to the vocabulary and is not counted).
 
 use crate::automaton::Dfa;
-use crate::follow::ByteSet;
-
-/// The exit bytes of a rule's states ([`crate::follow`]), with a dense flag per state
-/// telling whether it has any (only open states do): the classification walk reads the
-/// flag at every byte and the 32-byte set only at open states.
-#[derive(Clone, Copy)]
-pub(crate) struct Exits<'a> {
-    /// Per state: whether its exit bytes are not empty.
-    pub(crate) open: &'a [bool],
-    /// Per state: its exit bytes.
-    pub(crate) bytes: &'a [ByteSet],
-}
+use crate::follow::{RuleExits, CLOSED};
 use crate::ids::StateId;
 use crate::slices::{safe_depth, Slicing, Trie, EXACT};
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
+
+/// The exit bytes of a rule's states ([`crate::follow`]): a dense index per state (read
+/// at every byte of the classification walk), the 32-byte sets only for open states.
+pub(crate) type Exits<'a> = &'a RuleExits;
 
 /// The tokens an accepted set holds, in its smaller form.
 #[derive(Debug)]
@@ -224,9 +217,10 @@ fn walk<T: Trie>(
             // rule or may end the rule: only those have exit bytes), with `b` an exit
             // byte (the start state's exits are other stacks of the closure).
             let open = left_before
-                || (d > 0
-                    && exits.open[current.index()]
-                    && exits.bytes[current.index()].contains(b));
+                || (d > 0 && {
+                    let slot = exits.slot[current.index()];
+                    slot != CLOSED && exits.sets[slot as usize].contains(b)
+                });
             match dfa.next(current, b) {
                 Some(next) => {
                     let entry = (next, open);

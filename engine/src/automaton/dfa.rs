@@ -344,6 +344,20 @@ impl SetTable {
         self.spans.len()
     }
 
+    /// The index of `set` when it is in the table.
+    fn find(&self, hash: u64, set: &[NfaState]) -> Option<u32> {
+        self.by_hash.get(&hash)?.iter().copied().find(|&i| self.get(i as usize) == set)
+    }
+
+    /// Adds `set` (not in the table) under `hash`; returns its index.
+    fn push(&mut self, hash: u64, set: &[NfaState]) -> u32 {
+        let i = self.spans.len() as u32;
+        self.spans.push((self.data.len() as u32, set.len() as u32));
+        self.data.extend_from_slice(set);
+        self.by_hash.entry(hash).or_default().push(i);
+        i
+    }
+
     /// The index of `set` (sorted, deduplicated), added when new; `work` counts the NFA
     /// states of the sets added.
     fn intern(
@@ -353,28 +367,60 @@ impl SetTable {
         max_work: usize,
         work: &mut usize,
     ) -> Result<u32, DfaError> {
-        let mut h = SetHasher(0);
-        set.iter().for_each(|&x| h.write_u32(x));
-        let Self { data, spans, by_hash } = self;
-        let candidates = by_hash.entry(h.finish()).or_default();
-        if let Some(&i) = candidates.iter().find(|&&i| {
-            let (off, len) = spans[i as usize];
-            &data[off as usize..][..len as usize] == set
-        }) {
+        let hash = set_hash(set);
+        if let Some(i) = self.find(hash, set) {
             return Ok(i);
         }
-        if spans.len() >= max_states {
+        if self.spans.len() >= max_states {
             return Err(DfaError::TooManyStates);
         }
         *work += set.len();
         if *work > max_work {
             return Err(DfaError::TooMuchWork);
         }
-        let i = spans.len() as u32;
-        spans.push((data.len() as u32, set.len() as u32));
-        data.extend_from_slice(set);
-        candidates.push(i);
-        Ok(i)
+        Ok(self.push(hash, set))
+    }
+}
+
+fn set_hash(set: &[NfaState]) -> u64 {
+    let mut h = SetHasher(0);
+    set.iter().for_each(|&x| h.write_u32(x));
+    h.finish()
+}
+
+/// The DFA state reached from each set of NFA states stepped to (before the closure),
+/// across the whole construction: states that read the same bytes into the same places
+/// (a run of blanks before the same value, a string's characters) close and look up
+/// each target set once.
+struct StepMemo {
+    sets: SetTable,
+    state: Vec<u32>,
+}
+
+impl StepMemo {
+    /// The DFA state of the pre-closure set `target` (sorted, deduplicated), closed and
+    /// interned in `table` when new.
+    #[allow(clippy::too_many_arguments)]
+    fn resolve(
+        &mut self,
+        nfa: &Nfa,
+        live: &[bool],
+        target: &mut Vec<NfaState>,
+        scratch: &mut ClosureScratch,
+        table: &mut SetTable,
+        limits: (usize, usize),
+        work: &mut usize,
+    ) -> Result<u32, DfaError> {
+        let hash = set_hash(target);
+        if let Some(i) = self.sets.find(hash, target) {
+            return Ok(self.state[i as usize]);
+        }
+        self.sets.push(hash, target);
+        epsilon_closure(nfa, target, scratch);
+        target.retain(|&s| live[s as usize]);
+        let t = table.intern(target, limits.0, limits.1, work)?;
+        self.state.push(t);
+        Ok(t)
     }
 }
 
@@ -399,7 +445,8 @@ fn determinize(
     let mut dfa = Dfa {
         class_of,
         n_classes,
-        trans: Vec::new(),
+        // Subset construction of these grammars yields about one state per NFA state.
+        trans: Vec::with_capacity(nfa.len().min(max_states) * n_classes),
         accepting: Vec::new(),
         calls: Vec::new(),
         tokens: Vec::new(),
@@ -412,8 +459,14 @@ fn determinize(
     let mut set: Vec<NfaState> = Vec::new();
     let mut ranges: Vec<(u8, u8, NfaState)> = Vec::new();
     let mut points: Vec<u16> = Vec::new();
+    let mut covered: Vec<(u32, NfaState)> = Vec::new();
     let mut symbols: Vec<(u8, u32, NfaState)> = Vec::new();
-    // Per state: the targets (before closure) of the segments already interned.
+    let mut memo = StepMemo {
+        sets: SetTable { data: Vec::new(), spans: Vec::new(), by_hash: HashMap::default() },
+        state: Vec::new(),
+    };
+    let limits = (max_states, max_work);
+    // Per state: the targets (before closure) of the segments already resolved.
     let mut seen_targets: Vec<(Vec<NfaState>, u32)> = Vec::new();
     let mut i = 0;
     while i < table.len() {
@@ -448,23 +501,33 @@ fn determinize(
         }
         points.sort_unstable();
         points.dedup();
-        let mut used = 0;
-        for w in points.windows(2) {
-            let (from, to) = (w[0], w[1]);
-            target.clear();
-            target.extend(
-                ranges
-                    .iter()
-                    .filter(|&&(first, last, t)| {
-                        u16::from(first) <= from && u16::from(last) >= from && live[t as usize]
-                    })
-                    .map(|&(_, _, t)| t),
-            );
-            if target.is_empty() {
+        // Each live range's target, tagged with every segment (between two consecutive
+        // points) it covers; sorted, the targets of one segment are adjacent.
+        covered.clear();
+        for &(first, last, t) in &ranges {
+            if !live[t as usize] {
                 continue;
             }
-            target.sort_unstable();
-            target.dedup();
+            let mut seg = points.partition_point(|&p| p <= u16::from(first)) - 1;
+            while points[seg] <= u16::from(last) {
+                covered.push((seg as u32, t));
+                seg += 1;
+            }
+        }
+        covered.sort_unstable();
+        covered.dedup();
+        let mut used = 0;
+        let mut j = 0;
+        while j < covered.len() {
+            let seg = covered[j].0;
+            target.clear();
+            while j < covered.len() && covered[j].0 == seg {
+                target.push(covered[j].1);
+                j += 1;
+            }
+            let (from, to) = (points[seg as usize], points[seg as usize + 1]);
+            // Segments of one state often step to the same NFA states (a character
+            // class split by others): those are looked up once per state.
             let t = match seen_targets[..used].iter().find(|(t, _)| *t == target) {
                 Some(&(_, t)) => t,
                 None => {
@@ -473,9 +536,15 @@ fn determinize(
                     }
                     seen_targets[used].0.clear();
                     seen_targets[used].0.extend_from_slice(&target);
-                    epsilon_closure(nfa, &mut target, &mut scratch);
-                    target.retain(|&s| live[s as usize]);
-                    let t = table.intern(&target, max_states, max_work, &mut work)?;
+                    let t = memo.resolve(
+                        nfa,
+                        &live,
+                        &mut target,
+                        &mut scratch,
+                        &mut table,
+                        limits,
+                        &mut work,
+                    )?;
                     seen_targets[used].1 = t;
                     used += 1;
                     t
@@ -499,9 +568,15 @@ fn determinize(
             if target.is_empty() {
                 continue;
             }
-            epsilon_closure(nfa, &mut target, &mut scratch);
-            target.retain(|&s| live[s as usize]);
-            let t = StateId(table.intern(&target, max_states, max_work, &mut work)?);
+            let t = StateId(memo.resolve(
+                nfa,
+                &live,
+                &mut target,
+                &mut scratch,
+                &mut table,
+                limits,
+                &mut work,
+            )?);
             if kind == 0 {
                 call_row.push((RuleId::new(key as usize), t));
             } else {
@@ -511,6 +586,9 @@ fn determinize(
         dfa.calls.push(call_row);
         dfa.tokens.push(token_row);
         i += 1;
+    }
+    if dfa.trans.capacity() > 2 * dfa.trans.len() {
+        dfa.trans.shrink_to_fit();
     }
     Ok(dfa)
 }
