@@ -403,8 +403,8 @@ pub struct CompiledGrammar {
     total_states: usize,
     /// Global index of each rule's state 0, for the cache.
     state_base: Vec<u32>,
-    /// The adaptive token mask cache, one entry per automaton state (empty when off).
-    cache: Vec<OnceLock<PositionMask>>,
+    /// The adaptive token mask cache, one slot per automaton state (empty when off).
+    cache: Vec<OnceLock<Box<PositionMask>>>,
     /// Per rule and state, the bytes that may follow when leaving the automaton there
     /// (context expansion for the cache; empty when the cache is off).
     exits: Vec<RuleExits>,
@@ -548,14 +548,15 @@ impl CompiledGrammar {
         let base = self.state_base[position.rule.index()] as usize;
         let memo = self.safe_memo.get(base..base + self.dfa(position).len()).unwrap_or(&[]);
         let mask = classify(self.dfa(position), position.state, exits, &self.vocab, slicing, memo);
-        let bytes = mask.memory();
+        // A stored entry is boxed (the slot of a state never visited stays one word).
+        let bytes = mask.memory() + std::mem::size_of::<PositionMask>();
         if !self.reserve(bytes) {
             return Some(MaskEntry::Unstored(mask));
         }
         let mut ours = false;
         let stored = slot.get_or_init(|| {
             ours = true;
-            mask
+            Box::new(mask)
         });
         if !ours {
             // Another thread stored the same entry first: give the reservation back.
