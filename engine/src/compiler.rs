@@ -18,7 +18,7 @@ use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
 use crate::slices::{slicing_for, Slicing, UNKNOWN_DEPTH};
 use crate::stack::{Position, Stack};
-use crate::token_cache::{classify, Exits, MaskEntry, ParentMask, PositionMask};
+use crate::token_cache::{classify, MaskEntry, ParentMask, PositionMask, Start, View};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
@@ -419,6 +419,11 @@ pub struct CompiledGrammar {
     /// The context-dependent tokens of a position classified once more with the return
     /// position below it, by the pair's global state indices ([`ParentMask`]).
     parent_cache: Mutex<HashMap<(u32, u32), ParentSlot>>,
+    /// Per rule: whether the cache walks tokens through its calls ([`View::through`]).
+    through: Vec<bool>,
+    /// Classifications of positions inside rules walked through, with their return
+    /// position, by the pair's global state indices ([`CompiledGrammar::through_mask`]).
+    through_cache: Mutex<HashMap<(u32, u32), Arc<PositionMask>>>,
 }
 
 /// Positions with more context-dependent tokens than this are not classified one frame
@@ -466,6 +471,25 @@ impl CompiledGrammar {
         } else {
             (Vec::new(), Vec::new(), Vec::new())
         };
+        // Counted runs kept as calls by inlining (one ASCII character `m..=n` times, `m >=
+        // 1`: no calls, no empty match, few tokens inside): a token entering one after
+        // some bytes is followed through it and back into the caller by the
+        // classification, and positions inside one are classified with their return
+        // position, as if the run were inlined. (Walking through other rules, strings
+        // kept as calls for one, would walk most of the vocabulary at each call.)
+        let through = grammar
+            .rules
+            .iter()
+            .zip(&automata)
+            .map(|(rule, dfa)| {
+                crate::passes::is_counted_run(rule)
+                    && !dfa.is_accepting(dfa.start())
+                    && (0..dfa.len()).all(|s| {
+                        let s = StateId::new(s);
+                        dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
+                    })
+            })
+            .collect();
         CompiledGrammar {
             vocab,
             grammar,
@@ -481,6 +505,8 @@ impl CompiledGrammar {
             slicing: OnceLock::new(),
             safe_memo,
             parent_cache: Mutex::new(HashMap::new()),
+            through,
+            through_cache: Mutex::new(HashMap::new()),
         }
     }
 
@@ -542,12 +568,11 @@ impl CompiledGrammar {
         if let Some(stored) = slot.get() {
             return Some(MaskEntry::Stored(stored));
         }
-        let r = position.rule.index();
-        let exits: Exits<'_> = &self.exits[r];
         let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
         let base = self.state_base[position.rule.index()] as usize;
         let memo = self.safe_memo.get(base..base + self.dfa(position).len()).unwrap_or(&[]);
-        let mask = classify(self.dfa(position), position.state, exits, &self.vocab, slicing, memo);
+        let view = self.view(position.rule.index());
+        let mask = classify(view, Start::At(position.state), &self.vocab, slicing, memo);
         // A stored entry is boxed (the slot of a state never visited stays one word).
         let bytes = mask.memory() + std::mem::size_of::<PositionMask>();
         if !self.reserve(bytes) {
@@ -563,6 +588,60 @@ impl CompiledGrammar {
             self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
         }
         Some(MaskEntry::Stored(stored))
+    }
+
+    /// What a classification at a position of rule `rule` reads.
+    fn view(&self, rule: usize) -> View<'_> {
+        View {
+            automata: &self.automata,
+            dfa: &self.automata[rule],
+            exits: &self.exits[rule],
+            through: &self.through,
+        }
+    }
+
+    /// Whether the cache walks tokens through calls of `rule` ([`View::through`]).
+    pub(crate) fn walks_through(&self, rule: RuleId) -> bool {
+        self.through.get(rule.index()).copied().unwrap_or(false)
+    }
+
+    /// The classification of `top`, a position inside a rule walked through, under the
+    /// return position `parent` (tokens read to their end within the two frames are
+    /// accepted whatever lies below; those that may return below `parent` with bytes
+    /// left depend on the stack), computed on the pair's first visit and stored while the
+    /// cache's memory bound allows. `None` when the cache is off.
+    pub(crate) fn through_mask(
+        &self,
+        top: Position,
+        parent: Position,
+    ) -> Option<Arc<PositionMask>> {
+        if !self.has_mask_cache() {
+            return None;
+        }
+        let key = (self.global_index(top), self.global_index(parent));
+        let lock = || self.through_cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(stored) = lock().get(&key) {
+            return Some(stored.clone());
+        }
+        let view = self.view(parent.rule.index());
+        let start =
+            Start::InCallee { callee: top.rule.index(), state: top.state, to: parent.state };
+        let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
+        let mask = Arc::new(classify(view, start, &self.vocab, slicing, &[]));
+        let bytes = mask.memory()
+            + std::mem::size_of::<PositionMask>()
+            + std::mem::size_of::<((u32, u32), Arc<PositionMask>)>();
+        if !self.reserve(bytes) {
+            return Some(mask);
+        }
+        let mut cache = lock();
+        if let Some(stored) = cache.get(&key) {
+            // Another thread stored the same entry first: give the reservation back.
+            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
+            return Some(stored.clone());
+        }
+        cache.insert(key, mask.clone());
+        Some(mask)
     }
 
     /// The global state index of `position`.

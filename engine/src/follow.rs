@@ -99,6 +99,17 @@ pub(crate) struct RuleExits {
     pub(crate) slot: Vec<u32>,
     /// The exit bytes of the open states.
     pub(crate) sets: Vec<ByteSet>,
+    /// The bytes that can follow the rule anywhere in the grammar.
+    pub(crate) follow: ByteSet,
+}
+
+impl RuleExits {
+    /// Whether `byte` is an exit byte of `state`.
+    #[inline]
+    pub(crate) fn contains(&self, state: StateId, byte: u8) -> bool {
+        let slot = self.slot[state.index()];
+        slot != CLOSED && self.sets[slot as usize].contains(byte)
+    }
 }
 
 /// The exit bytes of every state of every rule (indexed like the automata).
@@ -145,7 +156,8 @@ pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<RuleExits> {
         .iter()
         .enumerate()
         .map(|(r, dfa)| {
-            let mut exits = RuleExits { slot: vec![CLOSED; dfa.len()], sets: Vec::new() };
+            let mut exits =
+                RuleExits { slot: vec![CLOSED; dfa.len()], sets: Vec::new(), follow: follow[r] };
             for s in 0..dfa.len() {
                 let q = StateId::new(s);
                 if dfa.calls(q).is_empty() && !dfa.is_accepting(q) {

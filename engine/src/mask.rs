@@ -9,7 +9,9 @@
 //! context-dependent tokens of each stack's position ([`crate::token_cache`]); the rest
 //! come from the cache. A position met often under the same return position has those
 //! tokens classified once more with it ([`crate::token_cache::ParentMask`]), and the walk
-//! then visits only the ones that may return below it.
+//! then visits only the ones that may return below it. A position inside a leaf rule
+//! that the cache walks through ([`crate::token_cache::View`]) is classified with its
+//! return position from the first visit.
 //!
 //! A token is allowed when its last byte is read by some stack. Every automaton state
 //! can still finish its rule and every rule can finish, so an allowed token
@@ -92,13 +94,30 @@ fn fill_text(
     // Context-independent tokens from the cache, then the context-dependent ones of each
     // position checked against that stack alone (the other stacks are other configs).
     let mut dependent = Vec::new();
+    let mut through_dependent = Vec::new();
     for config in &closure.configs {
+        // Inside a rule walked through: classified with its return position.
+        if grammar.walks_through(config.top.rule) {
+            if let Some(parent) = config.pop() {
+                if let Some(entry) = grammar.through_mask(config.top, parent.top) {
+                    entry.apply(bitmask);
+                    if !entry.dependent.is_empty() {
+                        through_dependent.push((config, entry));
+                    }
+                    continue;
+                }
+            }
+        }
         if let Some(entry) = grammar.position_mask(config.top) {
             entry.apply(bitmask);
             if !entry.dependent.is_empty() {
                 dependent.push((config, entry));
             }
         }
+    }
+    for (config, entry) in through_dependent {
+        let seed = Closure { configs: vec![config.clone()], can_end: false };
+        walk(grammar, &seed, Some(&entry.dependent), bitmask, None)?;
     }
     for (config, entry) in dependent {
         let seed = Closure { configs: vec![config.clone()], can_end: false };

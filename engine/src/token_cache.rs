@@ -24,7 +24,7 @@
 //! bitmask of the slices, which belongs to the vocabulary and is not counted).
 
 use crate::automaton::Dfa;
-use crate::follow::{RuleExits, CLOSED};
+use crate::follow::RuleExits;
 use crate::ids::StateId;
 use crate::slices::{safe_depth, Slicing, Trie, EXACT};
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
@@ -139,15 +139,182 @@ impl std::ops::Deref for MaskEntry<'_> {
     }
 }
 
-/// Classifies every ordinary token at `(dfa, state)`; `exits` are the exit bytes of the
-/// rule's states ([`crate::follow`]). `slicing` gives the vocabulary's slices
-/// ([`crate::slices`]), asked for only when the position reads safe characters: the
-/// slices it reads whole are accepted by their bitmask, the other parts walked;
-/// `safe_memo` is the rule's memo of safe depths ([`safe_depth`]).
-pub(crate) fn classify(
-    dfa: &Dfa,
+/// The automata a classification walk reads: the position's rule and the leaf rules it
+/// may walk through ([`Level`]).
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    /// Every rule's automaton.
+    pub(crate) automata: &'a [Dfa],
+    /// The automaton of the position's rule (the caller, when the walk starts inside a
+    /// callee).
+    pub(crate) dfa: &'a Dfa,
+    /// The exit bytes of that rule's states.
+    pub(crate) exits: Exits<'a>,
+    /// Per rule: whether tokens are walked through its calls (it calls no rule, reads no
+    /// token set and cannot match the empty string).
+    pub(crate) through: &'a [bool],
+}
+
+impl View<'_> {
+    #[inline(always)]
+    fn caller(&self) -> &Dfa {
+        self.dfa
+    }
+
+    /// The one call of caller state `s`, when it goes to a rule walked through.
+    fn through_call(&self, s: StateId) -> Option<(usize, StateId)> {
+        match self.caller().calls(s) {
+            [(callee, to)] if self.through[callee.index()] => Some((callee.index(), *to)),
+            _ => None,
+        }
+    }
+
+    /// Whether caller state `to` could take `b` in any way: read it, or leave through a
+    /// call or the end of the rule.
+    fn caller_takes(&self, to: StateId, b: u8) -> bool {
+        self.caller().next(to, b).is_some() || self.exits.contains(to, b)
+    }
+}
+
+/// Where a classification walk is after some bytes of a token: in the position's rule, or
+/// inside a leaf rule called from it, which returns to a state of the position's rule
+/// (the walk's [`Frames`]). `open`: whether some other path could have taken one of the
+/// bytes so far (entered another rule, ended the rule, or returned from the callee
+/// earlier): a token refused later is then context-dependent, not rejected. Eight bytes,
+/// kept in registers by the walk.
+#[derive(Clone, Copy)]
+pub(crate) struct Level {
     state: StateId,
-    exits: Exits<'_>,
+    /// Bit 0: `open`; the rest: 0 in the position's rule, else 1 + the index of the
+    /// (callee, return state) pair in the walk's frames.
+    tag: u32,
+}
+
+/// The (callee rule, return state) pairs a walk has entered, by [`Level::tag`].
+pub(crate) type Frames = Vec<(usize, StateId)>;
+
+impl Level {
+    /// At `state` of the position's rule.
+    pub(crate) fn at(state: StateId) -> Level {
+        Level { state, tag: 0 }
+    }
+
+    /// At `state` of the callee of `frames[frame]`.
+    fn in_frame(state: StateId, frame: usize, open: bool) -> Level {
+        Level { state, tag: ((frame as u32 + 1) << 1) | u32::from(open) }
+    }
+
+    #[inline(always)]
+    fn open(self) -> bool {
+        self.tag & 1 != 0
+    }
+
+    #[inline(always)]
+    fn with_open(self, open: bool) -> Level {
+        Level { tag: self.tag | u32::from(open), ..self }
+    }
+}
+
+/// Where a classification starts: a state of the position's rule, or a state of a leaf
+/// rule walked through that returns to `to` of the position's rule.
+#[derive(Clone, Copy)]
+pub(crate) enum Start {
+    /// At this state of the position's rule.
+    At(StateId),
+    /// Inside a callee.
+    InCallee {
+        /// The callee's rule index.
+        callee: usize,
+        /// Its state.
+        state: StateId,
+        /// The return state in the position's rule.
+        to: StateId,
+    },
+}
+
+/// Reads byte `b` (the `d`-th of the token) from `lv`: the next level, or whether the
+/// refused token is context-dependent. At `d == 0` leaving the starting automaton (a
+/// call, the end of the rule, the callee's return) is the business of the closure's
+/// other stacks, which start there.
+#[inline(always)]
+fn step(view: &View<'_>, frames: &mut Frames, lv: Level, b: u8, d: usize) -> Result<Level, bool> {
+    if lv.tag <= 1 {
+        let s = lv.state;
+        if let Some(next) = view.caller().next(s, b) {
+            let open = lv.open() || (d > 0 && view.exits.contains(s, b));
+            return Ok(Level { state: next, tag: u32::from(open) });
+        }
+        // Refused here: only an exit byte could go on elsewhere.
+        if d == 0 || !view.exits.contains(s, b) {
+            return Err(lv.open());
+        }
+        return step_into_call(view, frames, lv, s, b);
+    }
+    step_in_callee(view, frames, lv, b, d)
+}
+
+/// Caller state `s` refused exit byte `b`: through its call when it has one walked
+/// through; the token is context-dependent otherwise.
+#[cold]
+#[inline(never)]
+fn step_into_call(
+    view: &View<'_>,
+    frames: &mut Frames,
+    lv: Level,
+    s: StateId,
+    b: u8,
+) -> Result<Level, bool> {
+    if let Some((callee, to)) = view.through_call(s) {
+        let dfa = &view.automata[callee];
+        if let Some(cs) = dfa.next(dfa.start(), b) {
+            // The call is the state's only one; what else could take `b` is the end of
+            // the rule.
+            let ends = view.caller().is_accepting(s) && view.exits.follow.contains(b);
+            let frame = match frames.iter().position(|&f| f == (callee, to)) {
+                Some(i) => i,
+                None => {
+                    frames.push((callee, to));
+                    frames.len() - 1
+                }
+            };
+            return Ok(Level::in_frame(cs, frame, lv.open() || ends));
+        }
+    }
+    Err(true)
+}
+
+/// Reads `b` inside a callee walked through: on in the callee, or back in the caller.
+#[inline(never)]
+fn step_in_callee(
+    view: &View<'_>,
+    frames: &mut Frames,
+    lv: Level,
+    b: u8,
+    d: usize,
+) -> Result<Level, bool> {
+    let (callee, to) = frames[(lv.tag >> 1) as usize - 1];
+    let dfa = &view.automata[callee];
+    let can_return = dfa.is_accepting(lv.state);
+    match dfa.next(lv.state, b) {
+        Some(next) => {
+            let returns = d > 0 && can_return && view.caller_takes(to, b);
+            Ok(Level { state: next, ..lv }.with_open(returns))
+        }
+        None if can_return && d > 0 => {
+            step(view, frames, Level { state: to, tag: u32::from(lv.open()) }, b, d)
+        }
+        None => Err(lv.open()),
+    }
+}
+
+/// Classifies every ordinary token from `start` (a state of `view`'s rule, or of a leaf
+/// rule it called). `slicing` gives the vocabulary's slices ([`crate::slices`]), asked
+/// for only when a position of the rule itself reads safe characters: the slices it
+/// reads whole are accepted by their bitmask, the other parts walked; `safe_memo` is the
+/// rule's memo of safe depths ([`safe_depth`]).
+pub(crate) fn classify(
+    view: View<'_>,
+    start: Start,
     vocab: &Vocabulary,
     slicing: impl FnOnce() -> Arc<Slicing>,
     safe_memo: &[AtomicU32],
@@ -156,9 +323,17 @@ pub(crate) fn classify(
     let mut accepted: Vec<u32> = Vec::new();
     let mut dependent: Vec<u32> = Vec::new();
     let mut sliced = None;
-    if safe_depth(dfa, state, 1, &[]).depth == 0 {
-        walk(dfa, state, exits, sorted, &mut accepted, &mut dependent);
-    } else {
+    let mut frames = Frames::new();
+    let (level, state) = match start {
+        Start::At(state) => (Level::at(state), Some(state)),
+        Start::InCallee { callee, state, to } => {
+            frames.push((callee, to));
+            (Level::in_frame(state, 0, false), None)
+        }
+    };
+    let dfa = view.caller();
+    let sliced_state = state.filter(|&s| safe_depth(dfa, s, 1, &[]).depth > 0);
+    if let Some(state) = sliced_state {
         let slicing = slicing();
         let depth = safe_depth(dfa, state, slicing.depth_cap(), safe_memo);
         let covered = slicing.covered(depth.depth);
@@ -172,10 +347,12 @@ pub(crate) fn classify(
             0
         };
         for part in parts.skip(skip) {
-            walk(dfa, state, exits, part, &mut accepted, &mut dependent);
+            walk(&view, &mut frames, level, part, &mut accepted, &mut dependent);
         }
         dependent.sort_unstable();
         sliced = Some(slicing.union(covered).clone());
+    } else {
+        walk(&view, &mut frames, level, sorted, &mut accepted, &mut dependent);
     }
     let words = bitmask_len(vocab.vocab_size());
     let accepted = if accepted.len() > words {
@@ -193,17 +370,16 @@ pub(crate) fn classify(
 /// of it): pushes the ids of the accepted tokens and the sorted-vocabulary positions of
 /// the context-dependent ones.
 fn walk<T: Trie>(
-    dfa: &Dfa,
-    state: StateId,
-    exits: Exits<'_>,
+    view: &View<'_>,
+    frames: &mut Frames,
+    start: Level,
     trie: &T,
     accepted: &mut Vec<u32>,
     dependent: &mut Vec<u32>,
 ) {
     let n = trie.count();
-    // levels[d] = (state after d bytes, whether the token could have left the automaton
-    // at an open state after 1..d bytes, the next byte being one of that state's exits)
-    let mut levels: Vec<(StateId, bool)> = vec![(state, false)];
+    // levels[d]: where the walk is after the first d bytes of the current token.
+    let mut levels: Vec<Level> = vec![start];
     let mut depth = 0usize;
     let mut k = 0usize;
     while k < n {
@@ -211,19 +387,12 @@ fn walk<T: Trie>(
         let shared = trie.shared(k).min(depth);
         depth = shared;
         let mut refused_at = None;
+        // The current level stays in registers; `levels` is only written.
+        let mut current = levels[shared];
         for (d, &b) in bytes.iter().enumerate().skip(shared) {
-            let (current, left_before) = levels[d];
-            // Leaving here: after at least one byte, at an open state (one that calls a
-            // rule or may end the rule: only those have exit bytes), with `b` an exit
-            // byte (the start state's exits are other stacks of the closure).
-            let open = left_before
-                || (d > 0 && {
-                    let slot = exits.slot[current.index()];
-                    slot != CLOSED && exits.sets[slot as usize].contains(b)
-                });
-            match dfa.next(current, b) {
-                Some(next) => {
-                    let entry = (next, open);
+            match step(view, frames, current, b, d) {
+                Ok(entry) => {
+                    current = entry;
                     if levels.len() <= d + 1 {
                         levels.push(entry);
                     } else {
@@ -231,7 +400,7 @@ fn walk<T: Trie>(
                     }
                     depth = d + 1;
                 }
-                None => {
+                Err(open) => {
                     refused_at = Some((d, open));
                     break;
                 }

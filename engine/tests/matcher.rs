@@ -330,6 +330,72 @@ fn closing_tokens_classified_with_the_caller_give_the_same_masks() {
     assert!(cached.mask_cache_memory() > 0);
 }
 
+/// JSON whitespace runs stay one call (`ws-tail`, the blanks after the first) instead of
+/// 32 inlined states at every place between tokens; the cache classifies tokens through
+/// that call, and positions inside it with their return position. Tokens that end a run
+/// and go on into the next key or value, or open a run and close it, give the masks of
+/// the cache-free walk and of a grammar with every rule called.
+#[test]
+fn tokens_through_whitespace_runs_give_the_same_masks() {
+    use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+    let tokens: Vec<Vec<u8>> = [
+        "{", "}", "{\"", "\":", "\",", "\"}", ",", ":", "\"", "a", "b", "1", "12", " ", "  ",
+        "   ", "    ", "        ", "\t", " \t", "\n", "\n ", "\n  ", "\n    ", "\r\n", " \"",
+        "  \"", "    \"", " 1", "  1", " }", "  }", "\n}", ": ", ":  ", ", ", ",\n", ",\n  ",
+        "{\n", "{\n  ", " \"a\":", "1,", "1}", "1 ", "true", " true", "[", "]", " [", "1]",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .chain(std::iter::once(b"</s>".to_vec()))
+    .collect();
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "boolean"}}},
+        "required": ["a"]});
+    let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
+    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    let mut config = grammask_engine::CompilerConfig::default();
+    config.passes.inline_max_rule_size = 0;
+    let called = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    masked_walks_agree(&[cached.clone(), plain, called], 0x5851_F42D_4C95_7F2D, 80, 40, || {});
+    // The run is still bounded: 32 blanks after the line break, not 33.
+    for (blanks, ok) in [(31, true), (32, true), (33, false)] {
+        let mut m = Matcher::new(cached.clone());
+        let text = format!("{{\n{}\"a\":1}}", " ".repeat(blanks));
+        assert_eq!(m.accept_string(&text).is_ok(), ok, "{blanks} blanks");
+    }
+}
+
+/// A counted run whose caller reads the run's own character next (`"x" run " y"`): the
+/// walk through the call follows the run as far as it goes, and a token that needs the
+/// run to end earlier (`"x  y"`: one blank in the run, one after it) is left to the
+/// stacks, not rejected.
+#[test]
+fn counted_run_followed_by_its_own_character() {
+    let tokens: Vec<Vec<u8>> =
+        ["x", " ", "  ", "   ", "y", " y", "  y", "x ", "x  ", "x  y", "x   y", "</s>"]
+            .iter()
+            .map(|t| t.as_bytes().to_vec())
+            .collect();
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    let run = b.declare("run");
+    b.define(run, Expr::repeat(Expr::literal(" "), 1, Some(20)));
+    b.define(root, Expr::seq(vec![Expr::literal("x"), Expr::Rule(run), Expr::literal(" y")]));
+    let grammar = b.finish(root).unwrap();
+    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    masked_walks_agree(&[cached.clone(), plain], 0x2F69_3B5A_D1C4_0E87, 40, 10, || {});
+    let m = Matcher::new(cached);
+    assert_eq!(mask_of(&m), vec![0, 7, 8, 9, 10], "x, x , x  , x  y, x   y");
+}
+
 #[test]
 fn special_tokens_only_where_named_and_padding_never() {
     use grammask_syntax::ir::TokenSet;

@@ -10,9 +10,37 @@
 //!
 //! Callees are processed before callers (strongly connected components come out in that
 //! order), so an inlined body is already inlined itself.
+//!
+//! Long counted runs stay calls: a rule whose whole body is one ASCII character repeated
+//! `m..=n` times with `m >= 1` and `n >= COUNTED_RUN_MIN` (the blanks of JSON whitespace
+//! after the first) costs `n` automaton states at every site it is copied into, while a
+//! call costs one state there. Such a rule cannot match the empty string and calls
+//! nothing, so the mask cache classifies tokens through the call as if it were inlined
+//! ([`crate::token_cache`]).
 
 use super::PassConfig;
-use grammask_syntax::ir::{Expr, Grammar, RuleId};
+use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
+
+/// The least maximum count of a counted run that stays a call (see the module docs).
+pub const COUNTED_RUN_MIN: u32 = 16;
+
+/// Whether `rule` is a long counted run of one ASCII character, which stays a call.
+pub fn is_counted_run(rule: &Rule) -> bool {
+    if rule.lookahead.is_some() {
+        return false;
+    }
+    let Expr::Repeat { expr, min, max: Some(max) } = &rule.body else { return false };
+    let one_ascii_byte = match &**expr {
+        Expr::Class(class) => {
+            let ranges = class.positive_ranges();
+            !ranges.is_empty() && ranges.iter().all(|&(_, hi)| hi.is_ascii())
+        }
+        Expr::Bytes(bytes) => bytes.len() == 1 && bytes[0].is_ascii(),
+        Expr::ByteRanges(ranges) => !ranges.is_empty() && ranges.iter().all(|&(_, hi)| hi < 0x80),
+        _ => false,
+    };
+    one_ascii_byte && *min >= 1 && *max >= COUNTED_RUN_MIN
+}
 
 /// For each rule, whether it lies on a cycle of the call graph.
 pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
@@ -73,6 +101,7 @@ fn substitute(
             let size = sizes[i];
             if !recursive[i]
                 && grammar.rules[i].lookahead.is_none()
+                && !is_counted_run(&grammar.rules[i])
                 && size <= config.inline_max_rule_size
                 && size <= *budget
             {

@@ -11,7 +11,7 @@ mod remove_dead_rules;
 
 pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
-pub use inline_rules::{inline_rules, recursive_rules};
+pub use inline_rules::{inline_rules, is_counted_run, recursive_rules, COUNTED_RUN_MIN};
 pub use lower_char_classes::lower_char_classes;
 pub use outline_repetitions::outline_repetitions;
 pub use remove_dead_rules::remove_dead_rules;

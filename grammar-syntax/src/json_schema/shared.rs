@@ -18,6 +18,8 @@ use std::collections::HashMap;
 pub enum SharedRule {
     /// Whitespace between tokens (`ws`).
     Ws,
+    /// The spaces and tabs of `ws` after its first one (`ws-tail`).
+    WsTail,
     /// Any JSON string (`json-string`).
     String,
     /// Any JSON number (`json-number`).
@@ -37,6 +39,7 @@ impl SharedRule {
     pub fn name(self) -> &'static str {
         match self {
             SharedRule::Ws => "ws",
+            SharedRule::WsTail => "ws-tail",
             SharedRule::String => "json-string",
             SharedRule::Number => "json-number",
             SharedRule::Integer => "json-integer",
@@ -77,7 +80,26 @@ fn int_part() -> Expr {
 /// The body of a shared rule; references to other shared rules go through `get`.
 fn body(which: SharedRule, ws: Whitespace, get: &mut dyn FnMut(SharedRule) -> RuleId) -> Expr {
     match which {
-        SharedRule::Ws => whitespace_expr(ws),
+        SharedRule::Ws => match ws {
+            Whitespace::Flexible { max_run } if max_run >= 2 => Expr::seq(vec![
+                Expr::optional(Expr::seq(vec![
+                    Expr::optional(Expr::literal("\r")),
+                    Expr::literal("\n"),
+                ])),
+                Expr::optional(Expr::seq(vec![
+                    Expr::class(false, [(' ', ' '), ('\t', '\t')]),
+                    Expr::optional(Expr::Rule(get(SharedRule::WsTail))),
+                ])),
+            ]),
+            _ => whitespace_expr(ws),
+        },
+        SharedRule::WsTail => {
+            let max_run = match ws {
+                Whitespace::Flexible { max_run } => max_run,
+                _ => 1,
+            };
+            Expr::repeat(Expr::class(false, [(' ', ' '), ('\t', '\t')]), 1, Some(max_run - 1))
+        }
         SharedRule::String => {
             Expr::seq(vec![Expr::literal("\""), Expr::star(json_any_char()), Expr::literal("\"")])
         }
