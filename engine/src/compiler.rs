@@ -417,8 +417,9 @@ pub struct CompiledGrammar {
     /// [`crate::slices::safe_depth`] (4 bytes per state; empty when the cache is off).
     safe_memo: Vec<AtomicU32>,
     /// The context-dependent tokens of a position classified once more with the return
-    /// position below it, by the pair's global state indices ([`ParentMask`]).
-    parent_cache: Mutex<HashMap<(u32, u32), ParentSlot>>,
+    /// positions below it, by the frames' global state indices, top first
+    /// ([`ParentMask`]; unused slots `u32::MAX`).
+    parent_cache: Mutex<HashMap<[u32; 3], ParentSlot>>,
     /// Per rule: whether the cache walks tokens through its calls ([`View::through`]).
     through: Vec<bool>,
     /// Classifications of positions inside rules walked through, with their return
@@ -649,9 +650,11 @@ impl CompiledGrammar {
         self.state_base[position.rule.index()] + position.state.index() as u32
     }
 
-    /// The context-dependent tokens `dependent` of `top` (its cache entry's) classified
-    /// with the return position `parent` below it ([`ParentMask`]), from the
-    /// [`PARENT_AFTER_VISITS`]-th time the pair is asked for (`None` before: a pair met
+    /// The context-dependent tokens `dependent` of the top of `frames` (its cache entry's,
+    /// or its through entry's) classified with the return positions below it, `frames`
+    /// bottom first: one ([`ParentMask`]), or two for a position inside a rule walked
+    /// through ([`CompiledGrammar::through_mask`]). From the [`PARENT_AFTER_VISITS`]-th
+    /// time the frames are asked for (`None` before: frames met
     /// once or twice, as on most steps of a first walk through a grammar, costs walks
     /// against the real stack, which skip the tokens other stacks accepted, not a
     /// classification that cannot). `None` as well for more than
@@ -659,14 +662,16 @@ impl CompiledGrammar {
     /// against the stack gives the same answers.
     pub(crate) fn parent_mask(
         &self,
-        top: Position,
-        parent: Position,
+        frames: &[Position],
         dependent: &[u32],
     ) -> Result<Option<Arc<ParentMask>>, MatchError> {
         if dependent.len() > MAX_PARENT_DEPENDENT {
             return Ok(None);
         }
-        let key = (self.global_index(top), self.global_index(parent));
+        let mut key = [u32::MAX; 3];
+        for (k, &position) in key.iter_mut().zip(frames.iter().rev()) {
+            *k = self.global_index(position);
+        }
         let lock = || self.parent_cache.lock().unwrap_or_else(PoisonError::into_inner);
         let visits = {
             let mut cache = lock();
@@ -678,7 +683,7 @@ impl CompiledGrammar {
                 }
                 None => {
                     drop(cache);
-                    if self.reserve(std::mem::size_of::<((u32, u32), ParentSlot)>()) {
+                    if self.reserve(std::mem::size_of::<([u32; 3], ParentSlot)>()) {
                         lock().entry(key).or_insert(ParentSlot::Seen(1));
                     }
                     1
@@ -688,7 +693,7 @@ impl CompiledGrammar {
         if visits < PARENT_AFTER_VISITS {
             return Ok(None);
         }
-        let computed = Arc::new(crate::mask::classify_with_parent(self, top, parent, dependent)?);
+        let computed = Arc::new(crate::mask::classify_below(self, frames, dependent)?);
         let bytes = computed.memory();
         if !self.reserve(bytes) {
             return Ok(None);

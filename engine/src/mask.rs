@@ -117,13 +117,28 @@ fn fill_text(
     }
     for (config, entry) in through_dependent {
         let seed = Closure { configs: vec![config.clone()], can_end: false };
-        walk(grammar, &seed, Some(&entry.dependent), bitmask, None)?;
+        // These tokens may leave the caller's rule: one frame below it first, as for
+        // the other positions.
+        let frames = config.pop().and_then(|parent| Some((parent.top, parent.pop()?.top)));
+        let deeper = match frames {
+            Some((parent, grand)) => {
+                grammar.parent_mask(&[grand, parent, config.top], &entry.dependent)?
+            }
+            None => None,
+        };
+        if let Some(deeper) = &deeper {
+            deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
+        }
+        let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
+        if !remaining.is_empty() {
+            walk(grammar, &seed, Some(remaining), bitmask, None)?;
+        }
     }
     for (config, entry) in dependent {
         let seed = Closure { configs: vec![config.clone()], can_end: false };
         // One frame deeper first: most of these tokens end inside the caller's rule.
         let deeper = match config.pop() {
-            Some(parent) => grammar.parent_mask(config.top, parent.top, &entry.dependent)?,
+            Some(parent) => grammar.parent_mask(&[parent.top, config.top], &entry.dependent)?,
             None => None,
         };
         if let Some(deeper) = &deeper {
@@ -137,16 +152,20 @@ fn fill_text(
     Ok(())
 }
 
-/// Classifies the context-dependent tokens `dependent` of `top` with the return position
-/// `parent` below it and nothing below that ([`ParentMask`]).
-pub(crate) fn classify_with_parent(
+/// Classifies the context-dependent tokens `dependent` of the top of `frames` (positions,
+/// bottom first: the return positions below the top, then the top) as if the stack held
+/// those frames and nothing below them ([`ParentMask`]).
+pub(crate) fn classify_below(
     grammar: &CompiledGrammar,
-    top: Position,
-    parent: Position,
+    frames: &[Position],
     dependent: &[u32],
 ) -> Result<ParentMask, MatchError> {
-    // The stack [parent, top]: returning below `parent` ends it (`can_end`).
-    let seed = Closure { configs: vec![Stack::root(parent).push(parent, top)], can_end: false };
+    // Returning below the bottom frame ends the stack (`can_end`).
+    let mut stack = Stack::root(frames[0]);
+    for pair in frames.windows(2) {
+        stack = stack.push(pair[0], pair[1]);
+    }
+    let seed = Closure { configs: vec![stack], can_end: false };
     let mut bits = vec![0u32; bitmask_len(grammar.vocab.vocab_size())];
     let mut still = Vec::new();
     walk(grammar, &seed, Some(dependent), &mut bits, Some(&mut still))?;
