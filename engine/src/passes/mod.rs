@@ -67,7 +67,8 @@ impl Default for PassConfig {
 ///    `expr ::= term ("+" term)*` (direct and indirect left recursion).
 /// 1. [`remove_dead_rules`]: only rules reachable from the root remain.
 /// 2. [`inline_rules`]: references to small non-recursive rules are replaced by their
-///    bodies, so most grammars become a few recursive rules (fewer stacks at run time).
+///    bodies, so most grammars become a few recursive rules (fewer stacks at run time);
+///    long counted runs of one character stay calls ([`is_counted_run`]).
 /// 3. [`remove_dead_rules`] again: rules inlined everywhere disappear.
 /// 4. [`lower_char_classes`]: character classes become UTF-8 byte ranges, so tokens
 ///    that end inside a multi-byte character are matched exactly.
