@@ -22,8 +22,9 @@ use crate::error::MatchError;
 use crate::ids::TokenSetId;
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::{Position, Stack};
-use crate::token_cache::ParentMask;
+use crate::token_cache::{MaskEntry, ParentMask, PositionMask};
 use grammask_tokenset::{bitmask_len, clear_bit, get_bit, set_bit, Vocabulary};
+use std::sync::Arc;
 
 /// Sets the bits of the stop tokens.
 pub(crate) fn set_stop_tokens(vocab: &Vocabulary, bitmask: &mut [u32]) {
@@ -93,63 +94,70 @@ fn fill_text(
     }
     // Context-independent tokens from the cache, then the context-dependent ones of each
     // position checked against that stack alone (the other stacks are other configs).
-    let mut dependent = Vec::new();
-    let mut through_dependent = Vec::new();
+    // (stack, its entry, how many return positions its dependent tokens are classified
+    // with once more: one below a position's own entry, two below a through entry, whose
+    // tokens may leave the caller's rule)
+    let mut dependent: Vec<(&Stack, Entry<'_>, usize)> = Vec::new();
     for config in &closure.configs {
         // Inside a rule walked through: classified with its return position.
-        if grammar.walks_through(config.top.rule) {
-            if let Some(parent) = config.pop() {
-                if let Some(entry) = grammar.through_mask(config.top, parent.top) {
-                    entry.apply(bitmask);
-                    if !entry.dependent.is_empty() {
-                        through_dependent.push((config, entry));
-                    }
-                    continue;
-                }
-            }
-        }
-        if let Some(entry) = grammar.position_mask(config.top) {
-            entry.apply(bitmask);
-            if !entry.dependent.is_empty() {
-                dependent.push((config, entry));
-            }
+        let through = grammar.walks_through(config.top.rule).then(|| config.pop()).flatten();
+        let (entry, below) = match through.and_then(|p| grammar.through_mask(config.top, p.top)) {
+            Some(entry) => (Entry::Through(entry), 2),
+            None => match grammar.position_mask(config.top) {
+                Some(entry) => (Entry::Cache(entry), 1),
+                None => continue,
+            },
+        };
+        entry.apply(bitmask);
+        if !entry.dependent.is_empty() {
+            dependent.push((config, entry, below));
         }
     }
-    for (config, entry) in through_dependent {
-        let seed = Closure { configs: vec![config.clone()], can_end: false };
-        // These tokens may leave the caller's rule: one frame below it first, as for
-        // the other positions.
-        let frames = config.pop().and_then(|parent| Some((parent.top, parent.pop()?.top)));
-        let deeper = match frames {
-            Some((parent, grand)) => {
-                grammar.parent_mask(&[grand, parent, config.top], &entry.dependent)?
-            }
-            None => None,
+    for (config, entry, below) in dependent {
+        // Deeper first: most of these tokens end inside the rule below.
+        let mut frames = [config.top; 3];
+        let mut stack = config.clone();
+        let mut n = 1;
+        while n <= below {
+            let Some(next) = stack.pop() else { break };
+            frames[n] = next.top;
+            stack = next;
+            n += 1;
+        }
+        let deeper = if n == below + 1 {
+            frames[..n].reverse();
+            grammar.parent_mask(&frames[..n], &entry.dependent)?
+        } else {
+            None
         };
         if let Some(deeper) = &deeper {
             deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
         }
         let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
         if !remaining.is_empty() {
-            walk(grammar, &seed, Some(remaining), bitmask, None)?;
-        }
-    }
-    for (config, entry) in dependent {
-        let seed = Closure { configs: vec![config.clone()], can_end: false };
-        // One frame deeper first: most of these tokens end inside the caller's rule.
-        let deeper = match config.pop() {
-            Some(parent) => grammar.parent_mask(&[parent.top, config.top], &entry.dependent)?,
-            None => None,
-        };
-        if let Some(deeper) = &deeper {
-            deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
-        }
-        let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
-        if !remaining.is_empty() {
+            let seed = Closure { configs: vec![config.clone()], can_end: false };
             walk(grammar, &seed, Some(remaining), bitmask, None)?;
         }
     }
     Ok(())
+}
+
+/// A stack top's classification: its position's cache entry, or its entry with the
+/// return position inside a rule walked through.
+enum Entry<'a> {
+    Cache(MaskEntry<'a>),
+    Through(Arc<PositionMask>),
+}
+
+impl std::ops::Deref for Entry<'_> {
+    type Target = PositionMask;
+
+    fn deref(&self) -> &PositionMask {
+        match self {
+            Entry::Cache(entry) => entry,
+            Entry::Through(entry) => entry,
+        }
+    }
 }
 
 /// Classifies the context-dependent tokens `dependent` of the top of `frames` (positions,
