@@ -150,20 +150,15 @@ pub(crate) struct View<'a> {
     pub(crate) dfa: &'a Dfa,
     /// The exit bytes of that rule's states.
     pub(crate) exits: Exits<'a>,
-    /// Per rule: whether tokens are walked through its calls (it calls no rule, reads no
-    /// token set and cannot match the empty string).
+    /// Per rule: whether tokens are walked through its calls (a counted run kept as a
+    /// call: it calls no rule, reads no token set and cannot match the empty string).
     pub(crate) through: &'a [bool],
 }
 
 impl View<'_> {
-    #[inline(always)]
-    fn caller(&self) -> &Dfa {
-        self.dfa
-    }
-
     /// The one call of caller state `s`, when it goes to a rule walked through.
     fn through_call(&self, s: StateId) -> Option<(usize, StateId)> {
-        match self.caller().calls(s) {
+        match self.dfa.calls(s) {
             [(callee, to)] if self.through[callee.index()] => Some((callee.index(), *to)),
             _ => None,
         }
@@ -172,7 +167,7 @@ impl View<'_> {
     /// Whether caller state `to` could take `b` in any way: read it, or leave through a
     /// call or the end of the rule.
     fn caller_takes(&self, to: StateId, b: u8) -> bool {
-        self.caller().next(to, b).is_some() || self.exits.contains(to, b)
+        self.dfa.next(to, b).is_some() || self.exits.contains(to, b)
     }
 }
 
@@ -240,7 +235,7 @@ pub(crate) enum Start {
 fn step(view: &View<'_>, frames: &mut Frames, lv: Level, b: u8, d: usize) -> Result<Level, bool> {
     if lv.tag <= 1 {
         let s = lv.state;
-        if let Some(next) = view.caller().next(s, b) {
+        if let Some(next) = view.dfa.next(s, b) {
             let open = lv.open() || (d > 0 && view.exits.contains(s, b));
             return Ok(Level { state: next, tag: u32::from(open) });
         }
@@ -269,7 +264,7 @@ fn step_into_call(
         if let Some(cs) = dfa.next(dfa.start(), b) {
             // The call is the state's only one; what else could take `b` is the end of
             // the rule.
-            let ends = view.caller().is_accepting(s) && view.exits.follow.contains(b);
+            let ends = view.dfa.is_accepting(s) && view.exits.follow.contains(b);
             let frame = match frames.iter().position(|&f| f == (callee, to)) {
                 Some(i) => i,
                 None => {
@@ -331,7 +326,7 @@ pub(crate) fn classify(
             (Level::in_frame(state, 0, false), None)
         }
     };
-    let dfa = view.caller();
+    let dfa = view.dfa;
     let sliced_state = state.filter(|&s| safe_depth(dfa, s, 1, &[]).depth > 0);
     if let Some(state) = sliced_state {
         let slicing = slicing();
