@@ -388,37 +388,42 @@ fn set_hash(set: &[NfaState]) -> u64 {
     h.finish()
 }
 
-/// The DFA state reached from each set of NFA states stepped to (before the closure),
-/// across the whole construction: states that read the same bytes into the same places
-/// (a run of blanks before the same value, a string's characters) close and look up
-/// each target set once.
-struct StepMemo {
-    sets: SetTable,
+/// Subset construction's state sets and what turns a set of NFA states stepped to into
+/// a DFA state: closure, live-state filter, interning under the budgets. Each set stepped
+/// to (before its closure) is resolved once across the whole construction: states that
+/// read the same bytes into the same places (a run of blanks before the same value, a
+/// string's characters) close and look it up once.
+struct Subsets<'a> {
+    nfa: &'a Nfa,
+    /// Per NFA state: whether it can reach the accepting state.
+    live: Vec<bool>,
+    scratch: ClosureScratch,
+    /// The DFA states' sets.
+    table: SetTable,
+    /// The sets stepped to, and the DFA state each became (`state`, by index).
+    stepped: SetTable,
     state: Vec<u32>,
+    max_states: usize,
+    max_work: usize,
+    work: usize,
 }
 
-impl StepMemo {
-    /// The DFA state of the pre-closure set `target` (sorted, deduplicated), closed and
-    /// interned in `table` when new.
-    #[allow(clippy::too_many_arguments)]
-    fn resolve(
-        &mut self,
-        nfa: &Nfa,
-        live: &[bool],
-        target: &mut Vec<NfaState>,
-        scratch: &mut ClosureScratch,
-        table: &mut SetTable,
-        limits: (usize, usize),
-        work: &mut usize,
-    ) -> Result<u32, DfaError> {
+impl Subsets<'_> {
+    /// The DFA state of the closure of `target` (its live states), added when new.
+    fn close(&mut self, target: &mut Vec<NfaState>) -> Result<u32, DfaError> {
+        epsilon_closure(self.nfa, target, &mut self.scratch);
+        target.retain(|&s| self.live[s as usize]);
+        self.table.intern(target, self.max_states, self.max_work, &mut self.work)
+    }
+
+    /// The DFA state of the pre-closure set `target` (sorted, deduplicated).
+    fn resolve(&mut self, target: &mut Vec<NfaState>) -> Result<u32, DfaError> {
         let hash = set_hash(target);
-        if let Some(i) = self.sets.find(hash, target) {
+        if let Some(i) = self.stepped.find(hash, target) {
             return Ok(self.state[i as usize]);
         }
-        self.sets.push(hash, target);
-        epsilon_closure(nfa, target, scratch);
-        target.retain(|&s| live[s as usize]);
-        let t = table.intern(target, limits.0, limits.1, work)?;
+        self.stepped.push(hash, target);
+        let t = self.close(target)?;
         self.state.push(t);
         Ok(t)
     }
@@ -430,17 +435,23 @@ fn determinize(
     max_work: usize,
     deadline: &Deadline,
 ) -> Result<Dfa, DfaError> {
-    let mut work = 0usize;
     let (class_of, n_classes) = byte_classes(nfa);
-    let mut scratch = ClosureScratch { seen: vec![false; nfa.len()], stack: Vec::new() };
-    let mut table = SetTable { data: Vec::new(), spans: Vec::new(), by_hash: HashMap::default() };
+    let empty = || SetTable { data: Vec::new(), spans: Vec::new(), by_hash: HashMap::default() };
     // Sets keep only live NFA states (the others never reach the end of the rule), so
     // every DFA state but perhaps the start can finish the rule: no trimming after.
-    let live = nfa.live();
+    let mut subsets = Subsets {
+        nfa,
+        live: nfa.live(),
+        scratch: ClosureScratch { seen: vec![false; nfa.len()], stack: Vec::new() },
+        table: empty(),
+        stepped: empty(),
+        state: Vec::new(),
+        max_states,
+        max_work,
+        work: 0,
+    };
     let mut target = vec![nfa.start];
-    epsilon_closure(nfa, &mut target, &mut scratch);
-    target.retain(|&s| live[s as usize]);
-    table.intern(&target, max_states, max_work, &mut work)?;
+    subsets.close(&mut target)?;
 
     let mut dfa = Dfa {
         class_of,
@@ -461,20 +472,15 @@ fn determinize(
     let mut points: Vec<u16> = Vec::new();
     let mut covered: Vec<(u32, NfaState)> = Vec::new();
     let mut symbols: Vec<(u8, u32, NfaState)> = Vec::new();
-    let mut memo = StepMemo {
-        sets: SetTable { data: Vec::new(), spans: Vec::new(), by_hash: HashMap::default() },
-        state: Vec::new(),
-    };
-    let limits = (max_states, max_work);
     // Per state: the targets (before closure) of the segments already resolved.
     let mut seen_targets: Vec<(Vec<NfaState>, u32)> = Vec::new();
     let mut i = 0;
-    while i < table.len() {
+    while i < subsets.table.len() {
         if i % 256 == 255 && deadline.exceeded() {
             return Err(DfaError::Timeout);
         }
         set.clear();
-        set.extend_from_slice(table.get(i));
+        set.extend_from_slice(subsets.table.get(i));
         ranges.clear();
         symbols.clear();
         for &s in &set {
@@ -505,7 +511,7 @@ fn determinize(
         // points) it covers; sorted, the targets of one segment are adjacent.
         covered.clear();
         for &(first, last, t) in &ranges {
-            if !live[t as usize] {
+            if !subsets.live[t as usize] {
                 continue;
             }
             let mut seg = points.partition_point(|&p| p <= u16::from(first)) - 1;
@@ -536,15 +542,7 @@ fn determinize(
                     }
                     seen_targets[used].0.clear();
                     seen_targets[used].0.extend_from_slice(&target);
-                    let t = memo.resolve(
-                        nfa,
-                        &live,
-                        &mut target,
-                        &mut scratch,
-                        &mut table,
-                        limits,
-                        &mut work,
-                    )?;
+                    let t = subsets.resolve(&mut target)?;
                     seen_targets[used].1 = t;
                     used += 1;
                     t
@@ -560,7 +558,7 @@ fn determinize(
             let (kind, key, _) = symbols[k];
             target.clear();
             while k < symbols.len() && symbols[k].0 == kind && symbols[k].1 == key {
-                if live[symbols[k].2 as usize] {
+                if subsets.live[symbols[k].2 as usize] {
                     target.push(symbols[k].2);
                 }
                 k += 1;
@@ -568,15 +566,7 @@ fn determinize(
             if target.is_empty() {
                 continue;
             }
-            let t = StateId(memo.resolve(
-                nfa,
-                &live,
-                &mut target,
-                &mut scratch,
-                &mut table,
-                limits,
-                &mut work,
-            )?);
+            let t = StateId(subsets.resolve(&mut target)?);
             if kind == 0 {
                 call_row.push((RuleId::new(key as usize), t));
             } else {
