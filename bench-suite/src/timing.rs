@@ -27,7 +27,7 @@
 use grammask::Vocabulary;
 use grammask_bench::engines::{self, eos_of, walk_tokens, Source};
 use grammask_bench::stats::Summary;
-use grammask_bench::tokenize::TextTokenizer;
+use grammask_bench::tokenize::{valid_instances, TextTokenizer};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -309,30 +309,6 @@ fn parse_answer(v: &Value) -> Result1 {
 }
 
 /// Reads a MaskBench file: its schema and the token ids of its valid instances.
-fn read_job(
-    path: &std::path::Path,
-    tokenizer: &TextTokenizer,
-    vocab_size: usize,
-) -> Result<(Value, Vec<Vec<u32>>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let file: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let schema = file.get("schema").cloned().ok_or("no schema")?;
-    let mut instances = Vec::new();
-    for test in file["tests"].as_array().into_iter().flatten() {
-        if test["valid"].as_bool() != Some(true) {
-            continue;
-        }
-        let Some(data) = test.get("data") else { continue };
-        let compact = serde_json::to_string(data).map_err(|e| e.to_string())?;
-        let ids = tokenizer.encode(&compact)?;
-        if let Some(&bad) = ids.iter().find(|&&id| id as usize >= vocab_size) {
-            return Err(format!("token {bad} beyond the vocabulary"));
-        }
-        instances.push(ids);
-    }
-    Ok((schema, instances))
-}
-
 /// Quantiles of sorted values at fixed probabilities, for CDF plots: `[[p, value], ...]`.
 pub fn cdf_points(values: &[f64]) -> Value {
     let mut sorted = values.to_vec();
@@ -374,7 +350,7 @@ pub fn run(files: &[std::path::PathBuf], o: &TimingOptions) -> Result<Value, Str
         .par_iter()
         .map(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-            (name, read_job(p, &tokenizer, vocab.vocab_size()))
+            (name, valid_instances(p, &tokenizer, vocab.vocab_size()))
         })
         .collect();
     let mut jobs = Vec::new();

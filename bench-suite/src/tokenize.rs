@@ -42,3 +42,30 @@ impl TextTokenizer {
         }
     }
 }
+
+/// A MaskBench file's schema and its valid instances, each serialized compactly (keys in
+/// file order) and encoded with `tokenizer`; a token id at or beyond `vocab_size` is an
+/// error (the tokenizer and the vocabulary disagree).
+pub fn valid_instances(
+    path: &Path,
+    tokenizer: &TextTokenizer,
+    vocab_size: usize,
+) -> Result<(serde_json::Value, Vec<Vec<u32>>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let file: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let schema = file.get("schema").cloned().ok_or("no schema")?;
+    let mut instances = Vec::new();
+    for test in file["tests"].as_array().into_iter().flatten() {
+        if test["valid"].as_bool() != Some(true) {
+            continue;
+        }
+        let Some(data) = test.get("data") else { continue };
+        let compact = serde_json::to_string(data).map_err(|e| e.to_string())?;
+        let ids = tokenizer.encode(&compact)?;
+        if let Some(&bad) = ids.iter().find(|&&id| id as usize >= vocab_size) {
+            return Err(format!("token {bad} beyond the vocabulary"));
+        }
+        instances.push(ids);
+    }
+    Ok((schema, instances))
+}

@@ -17,9 +17,17 @@
 //! can certainly be read from it: `r` when every sequence of at most `r` safe characters
 //! is readable. Every token of a slice of at most `r` characters is then accepted at
 //! once, by the slices' bitmask; only the other parts are walked. The check is exact
-//! about what it claims, so answers never change; a position that does not read every
-//! safe character (outside strings, or a pattern's restricted alphabet) walks the whole
-//! vocabulary as before.
+//! about what it claims, so answers never change.
+//!
+//! A string whose alphabet leaves out a few safe characters (a pattern's `[^#/]`,
+//! ECMAScript's `.` without U+2028 and U+2029, `\S`, an ASCII-only format) takes the
+//! slices too: [`Excluded::at`] lists the characters its position refuses (at most 32,
+//! or every character of more than one byte and at most 32 others), [`safe_depth`]
+//! checks that every state on the way refuses exactly these and could not leave the
+//! automaton, and the slices' tokens that hold one are rejected: the bitmask accepted is
+//! the union without them ([`Slicing::union_without`], from one bitmask per safe ASCII
+//! character and one for all others, kept with the slicing). Any other position (outside
+//! strings, narrower alphabets) walks the whole vocabulary.
 //!
 //! Slicings are vocabulary-level data, like the sorted vocabulary: built on first use for
 //! a vocabulary (5-9 ms for Llama-3's 128k tokens) and kept while the vocabulary
@@ -28,6 +36,7 @@
 use crate::automaton::Dfa;
 use crate::ids::StateId;
 use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -57,6 +66,186 @@ const SAFE_CHARS: &[&[(u8, u8)]] = &[
     &[(0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)],
     &[(0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)],
 ];
+
+/// The safe characters of one byte.
+fn safe_ascii() -> impl Iterator<Item = u8> {
+    (0x20..=0x7E).filter(|&b| b != b'"' && b != b'\\')
+}
+
+/// The first bytes of the safe characters of more than one byte.
+const NON_ASCII_LEADS: std::ops::RangeInclusive<u8> = 0xC2..=0xF4;
+
+/// The sequences of [`SAFE_CHARS`] of one byte (the first ones).
+const ASCII_SEQS: usize = 3;
+
+/// Safe characters a position may refuse and still take slices, at most (beyond "every
+/// character of more than one byte"). Fewer than 64, so that every proper prefix of an
+/// excluded character is also a prefix of a safe character not excluded (each has at
+/// least 64): a token ending in such a prefix is read where the slices accept it.
+const MAX_EXCLUDED: usize = 32;
+
+/// Search steps [`Excluded::at`] takes at most to list the characters refused.
+const MAX_EXCLUDED_SEARCH: usize = 4096;
+
+/// The safe characters a position refuses (a pattern's or a format's alphabet: `[^#/]`,
+/// ECMAScript's `.` without U+2028 and U+2029, ASCII only): where every state on the way
+/// refuses exactly these, a token of the slices that holds one is rejected, the others
+/// are accepted by the slices' bitmask ([`Slicing::union_without`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Excluded {
+    /// Bit `b`: the safe ASCII character `b` is refused.
+    ascii: u128,
+    /// Every safe character of more than one byte is refused.
+    non_ascii: bool,
+    /// Otherwise, the refused ones of more than one byte, as UTF-8, in search order.
+    others: Vec<smallvec::SmallVec<[u8; 4]>>,
+}
+
+impl Excluded {
+    /// Whether no safe character is excluded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ascii == 0 && !self.non_ascii && self.others.is_empty()
+    }
+
+    /// The safe characters `state` refuses, when slices can still serve it: at most
+    /// [`MAX_EXCLUDED`] of them, or every one of more than one byte and at most
+    /// [`MAX_EXCLUDED`] of one byte (`None` otherwise).
+    pub(crate) fn at(dfa: &Dfa, state: StateId) -> Option<Excluded> {
+        let refused = |b: u8| dfa.next(state, b).is_none();
+        // Most positions (outside strings) refuse most characters: stop early.
+        let mut ascii = 0u128;
+        let mut budget = MAX_EXCLUDED;
+        for b in safe_ascii().filter(|&b| refused(b)) {
+            budget = budget.checked_sub(1)?;
+            ascii |= 1 << b;
+        }
+        let mut excluded = Excluded { ascii, ..Excluded::default() };
+        if NON_ASCII_LEADS.clone().all(refused) {
+            excluded.non_ascii = true;
+            return Some(excluded);
+        }
+        let reps = class_reps(dfa);
+        let mut search = RefusedSearch {
+            dfa,
+            read_all: Vec::new(),
+            out: Vec::new(),
+            budget,
+            steps: MAX_EXCLUDED_SEARCH,
+        };
+        for (seq, seq_reps) in SAFE_CHARS.iter().zip(reps).skip(ASCII_SEQS) {
+            let mut path = smallvec::SmallVec::<[u8; 4]>::new();
+            search.refused(seq, seq_reps, state, &mut path)?;
+        }
+        excluded.others = search.out;
+        Some(excluded)
+    }
+}
+
+/// The search of [`Excluded::at`] for the refused characters of more than one byte.
+struct RefusedSearch<'a> {
+    dfa: &'a Dfa,
+    /// `(byte index, state, whether every rest of a character is read from there)`,
+    /// for the sequence searched.
+    read_all: Vec<(usize, StateId, bool)>,
+    /// The refused characters found, as UTF-8.
+    out: Vec<smallvec::SmallVec<[u8; 4]>>,
+    /// How many more characters may be refused.
+    budget: usize,
+    /// Search steps left.
+    steps: usize,
+}
+
+impl RefusedSearch<'_> {
+    /// Whether `state` reads the bytes `k..` of every character of the sequence.
+    fn reads_all(
+        &mut self,
+        reps: &[smallvec::SmallVec<[u8; 8]>],
+        k: usize,
+        state: StateId,
+    ) -> Option<bool> {
+        if let Some(&(_, _, known)) = self.read_all.iter().find(|e| (e.0, e.1) == (k, state)) {
+            return Some(known);
+        }
+        let mut all = true;
+        for &b in &reps[k] {
+            self.steps = self.steps.checked_sub(1)?;
+            all &= match self.dfa.next(state, b) {
+                None => false,
+                Some(next) if k + 1 < reps.len() => self.reads_all(reps, k + 1, next)?,
+                Some(_) => true,
+            };
+            if !all {
+                break;
+            }
+        }
+        self.read_all.push((k, state, all));
+        Some(all)
+    }
+
+    /// Lists the characters of `seq` refused from `state` after the bytes of `path`
+    /// (one representative of each byte's class): `None` when they would pass the
+    /// budget or the search its steps.
+    fn refused(
+        &mut self,
+        seq: &[(u8, u8)],
+        reps: &[smallvec::SmallVec<[u8; 8]>],
+        state: StateId,
+        path: &mut smallvec::SmallVec<[u8; 4]>,
+    ) -> Option<()> {
+        if path.is_empty() {
+            self.read_all.clear();
+            if self.reads_all(reps, 0, state)? {
+                return Some(());
+            }
+        }
+        let k = path.len();
+        for &b in &reps[k] {
+            self.steps = self.steps.checked_sub(1)?;
+            path.push(b);
+            match self.dfa.next(state, b) {
+                Some(next) if k + 1 < seq.len() => {
+                    if !self.reads_all(reps, k + 1, next)? {
+                        self.refused(seq, reps, next, path)?;
+                    }
+                }
+                Some(_) => {}
+                None => self.list(seq, path)?,
+            }
+            path.pop();
+        }
+        Some(())
+    }
+
+    /// Adds every character of `seq` whose bytes so far are in the classes of `path`.
+    fn list(&mut self, seq: &[(u8, u8)], path: &[u8]) -> Option<()> {
+        let dfa = self.dfa;
+        let choices: Vec<Vec<u8>> = seq
+            .iter()
+            .enumerate()
+            .map(|(j, &(lo, hi))| match path.get(j) {
+                Some(&p) => (lo..=hi).filter(|&x| dfa.byte_class(x) == dfa.byte_class(p)).collect(),
+                None => (lo..=hi).collect(),
+            })
+            .collect();
+        let count = choices.iter().try_fold(1usize, |n, c| n.checked_mul(c.len()))?;
+        self.budget = self.budget.checked_sub(count)?;
+        let mut chars: Vec<smallvec::SmallVec<[u8; 4]>> = vec![smallvec::SmallVec::new()];
+        for c in &choices {
+            chars = chars
+                .iter()
+                .flat_map(|prefix| {
+                    c.iter().map(move |&x| {
+                        let mut bytes = prefix.clone();
+                        bytes.push(x);
+                        bytes
+                    })
+                })
+                .collect();
+        }
+        self.out.extend(chars);
+        Some(())
+    }
+}
 
 /// The number of safe characters of `bytes` when it is a non-empty safe run (an
 /// incomplete last character counts as one), else `None`.
@@ -235,7 +424,23 @@ pub(crate) struct Slicing {
     /// The safe depth that covers every slice: at least `EXACT + 1`, and the character
     /// count of the longest token of the last slice.
     covers_all: usize,
+    /// `contains[b]` for each safe ASCII character `b`: the bitmask of the tokens of the
+    /// slices that contain `b` (empty for the other bytes).
+    contains: Vec<Vec<u32>>,
+    /// The bitmask of the tokens of the slices that contain a character of more than
+    /// one byte (or the start of one).
+    contains_non_ascii: Vec<u32>,
+    /// The unions of the first `m` slices without the tokens holding an excluded
+    /// character, by `(m, excluded)`: at most [`MAX_EXCLUDED_UNIONS`].
+    excluded_unions: Mutex<ExcludedUnions>,
 }
+
+/// Bitmasks of the first `m` slices without excluded characters, by `(m, excluded)`.
+type ExcludedUnions = HashMap<(usize, Excluded), Arc<Vec<u32>>>;
+
+/// Unions without excluded characters a slicing keeps (each a bitmask over the
+/// vocabulary); past this, positions that would need another one walk every token.
+const MAX_EXCLUDED_UNIONS: usize = 64;
 
 impl Slicing {
     /// Splits the ordinary tokens of `vocab`.
@@ -262,8 +467,30 @@ impl Slicing {
             }
             union.push(Arc::new(bits.clone()));
         }
+        let mut contains = vec![Vec::new(); 128];
+        for b in safe_ascii() {
+            contains[b as usize] = vec![0u32; words];
+        }
+        let mut contains_non_ascii = vec![0u32; words];
+        for &p in members.iter().flatten() {
+            let id = sorted.token_id(p as usize);
+            for &b in sorted.bytes(p as usize) {
+                match contains.get_mut(b as usize) {
+                    Some(bits) => set_bit(bits, id),
+                    None => set_bit(&mut contains_non_ascii, id),
+                }
+            }
+        }
         let slices = members.into_iter().map(|m| Part::build(sorted, m)).collect();
-        Slicing { slices, rest: Part::build(sorted, rest), union, covers_all }
+        Slicing {
+            slices,
+            rest: Part::build(sorted, rest),
+            union,
+            covers_all,
+            contains,
+            contains_non_ascii,
+            excluded_unions: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The safe depth past which [`safe_depth`] need not look.
@@ -286,6 +513,69 @@ impl Slicing {
         &self.union[m - 1]
     }
 
+    /// The bitmask of the tokens of the first `m` slices (`m >= 1`) that hold no
+    /// character of `excluded`; `None` when `excluded` is not empty and the slicing
+    /// already keeps [`MAX_EXCLUDED_UNIONS`] other such unions.
+    pub(crate) fn union_without(&self, m: usize, excluded: &Excluded) -> Option<Arc<Vec<u32>>> {
+        if excluded.is_empty() {
+            return Some(self.union(m).clone());
+        }
+        // The map only ever gains complete entries: a poisoned lock is used as is.
+        let mut unions = self.excluded_unions.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (m, excluded.clone());
+        if let Some(u) = unions.get(&key) {
+            return Some(u.clone());
+        }
+        if unions.len() >= MAX_EXCLUDED_UNIONS {
+            return None;
+        }
+        let mut bits = self.union(m).as_ref().clone();
+        let excluded_masks = safe_ascii()
+            .filter(|&b| excluded.ascii >> b & 1 != 0)
+            .map(|b| &self.contains[b as usize])
+            .chain(excluded.non_ascii.then_some(&self.contains_non_ascii));
+        for mask in excluded_masks {
+            for (w, &c) in bits.iter_mut().zip(mask) {
+                *w &= !c;
+            }
+        }
+        if !excluded.others.is_empty() {
+            let key = |c: &[u8]| c.iter().fold(0u32, |k, &b| k << 8 | u32::from(b));
+            let mut keys: Vec<u32> = excluded.others.iter().map(|c| key(c)).collect();
+            keys.sort_unstable();
+            // Tokens of the slices are safe runs: whole characters, but maybe the last.
+            let holds = |bytes: &[u8]| {
+                let mut i = 0;
+                while i < bytes.len() {
+                    let len = match bytes[i] {
+                        0..=0x7F => 1,
+                        0xC0..=0xDF => 2,
+                        0xE0..=0xEF => 3,
+                        _ => 4,
+                    };
+                    let Some(c) = bytes.get(i..i + len) else { return false };
+                    if len > 1 && keys.binary_search(&key(c)).is_ok() {
+                        return true;
+                    }
+                    i += len;
+                }
+                false
+            };
+            for part in &self.slices[..m] {
+                for k in 0..part.count() {
+                    let bytes = part.bytes(k);
+                    if !bytes.is_ascii() && holds(bytes) {
+                        let id = part.token_id(k);
+                        bits[id as usize / 32] &= !(1 << (id % 32));
+                    }
+                }
+            }
+        }
+        let bits = Arc::new(bits);
+        unions.insert(key, bits.clone());
+        Some(bits)
+    }
+
     /// The parts still to walk when the first `m` slices are accepted whole: the other
     /// slices ([`Slicing::slices_after`] of them), then the rest.
     pub(crate) fn remaining(&self, m: usize) -> impl Iterator<Item = &Part> + '_ {
@@ -297,12 +587,16 @@ impl Slicing {
         self.slices.len() - m
     }
 
-    /// Heap bytes used: 20 per ordinary token and its bytes, plus `EXACT + 1` bitmasks.
+    /// Heap bytes used: 20 per ordinary token and its bytes, plus `EXACT + 1` bitmasks
+    /// of the unions and one per safe ASCII character and one for the others (the
+    /// unions without excluded characters come on top, at most [`MAX_EXCLUDED_UNIONS`]).
     #[cfg(test)]
     fn memory(&self) -> usize {
         self.slices.iter().map(Part::memory).sum::<usize>()
             + self.rest.memory()
             + self.union.iter().map(|u| u.len() * 4).sum::<usize>()
+            + self.contains.iter().map(|c| c.len() * 4).sum::<usize>()
+            + self.contains_non_ascii.len() * 4
     }
 }
 
@@ -372,23 +666,32 @@ fn compute_class_reps(dfa: &Dfa) -> ClassReps {
         .collect()
 }
 
-/// Reads one safe character from every state of `from`.
-fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet) -> CharStep {
+/// Reads one safe character from every state of `from`. With a `reference` state
+/// (the one [`Excluded`] was read at), only the characters the reference reads, and each
+/// state must refuse the others as the reference does (at the same byte).
+fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet, reference: Option<StateId>) -> CharStep {
     let mut out = StateSet::new();
-    let mut frontier = StateSet::new();
-    let mut next = StateSet::new();
+    // (state, reference state): the reference is `from`'s own state when there is none.
+    let mut frontier: smallvec::SmallVec<[(StateId, StateId); 4]> = smallvec::SmallVec::new();
+    let mut next: smallvec::SmallVec<[(StateId, StateId); 4]> = smallvec::SmallVec::new();
     let mut open = false;
     for seq in reps {
         frontier.clear();
-        frontier.extend_from_slice(from);
+        frontier.extend(from.iter().map(|&s| (s, reference.unwrap_or(s))));
         for range in seq {
             next.clear();
-            for &s in &frontier {
+            for &(s, r) in &frontier {
                 for &b in range {
-                    let Some(t) = dfa.next(s, b) else {
-                        return CharStep { next: None, open };
-                    };
-                    next.push(t);
+                    let t = dfa.next(s, b);
+                    // Without a reference every character must be read.
+                    let expected = if reference.is_some() { dfa.next(r, b) } else { Some(r) };
+                    match (t, expected) {
+                        (Some(t), Some(u)) => {
+                            next.push((t, if reference.is_some() { u } else { t }))
+                        }
+                        (None, None) => {}
+                        _ => return CharStep { next: None, open },
+                    }
                 }
             }
             next.sort_unstable();
@@ -396,10 +699,10 @@ fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet) -> CharStep {
             if next.len() > MAX_LEVEL_STATES {
                 return CharStep { next: None, open: true };
             }
-            open |= next.iter().any(|&t| is_open(dfa, t));
+            open |= next.iter().any(|&(t, _)| is_open(dfa, t));
             std::mem::swap(&mut frontier, &mut next);
         }
-        out.extend_from_slice(&frontier);
+        out.extend(frontier.iter().map(|&(t, _)| t));
     }
     out.sort_unstable();
     out.dedup();
@@ -454,7 +757,42 @@ const UNBOUNDED_DEPTH: u32 = u32::MAX - 1;
 /// there keeps a lower bound of its capped depth (every later layer is reached through
 /// it), and later positions on the same run stop at the first state with an entry. A
 /// lower bound only makes fewer slices accepted whole: answers never depend on the memo.
-pub(crate) fn safe_depth(dfa: &Dfa, state: StateId, cap: usize, memo: &[AtomicU32]) -> SafeDepth {
+///
+/// With `excluded` characters ([`Excluded::at`] the state), the search reads the other
+/// safe characters and every state on the way must refuse the first byte of each
+/// excluded one, and none may be open (not even `state`): a token of the slices within
+/// the depth that holds an excluded character is then rejected where it meets it. The
+/// depth is 0 when a state on the way is open.
+pub(crate) fn safe_depth(
+    dfa: &Dfa,
+    state: StateId,
+    cap: usize,
+    memo: &[AtomicU32],
+    excluded: &Excluded,
+) -> SafeDepth {
+    if excluded.is_empty() {
+        return search_depth(dfa, state, cap, memo, None).0;
+    }
+    // A token holding an excluded character is rejected where it meets it only if no
+    // state on the way could leave the automaton. The memo is for runs of every safe
+    // character.
+    let (found, open) = search_depth(dfa, state, cap, &[], Some(state));
+    if open || is_open(dfa, state) {
+        return SafeDepth { depth: 0, rejects_longer: false };
+    }
+    found
+}
+
+/// [`safe_depth`]'s search, reading the safe characters (only those `reference` reads,
+/// see [`step_char`]), and whether a state reached on the way (after at least one byte)
+/// was open.
+fn search_depth(
+    dfa: &Dfa,
+    state: StateId,
+    cap: usize,
+    memo: &[AtomicU32],
+    reference: Option<StateId>,
+) -> (SafeDepth, bool) {
     let mut visited: Vec<StateId> = vec![state];
     let mut layer: StateSet = smallvec::smallvec![state];
     let mut open = false;
@@ -481,12 +819,12 @@ pub(crate) fn safe_depth(dfa: &Dfa, state: StateId, cap: usize, memo: &[AtomicU3
                 m => break cap.min(depth + m as usize),
             }
         }
-        let step = step_char(dfa, reps, &layer);
+        let step = step_char(dfa, reps, &layer, reference);
         let Some(next) = step.next else {
             if run.is_empty() {
                 let rejects_longer =
                     depth > 0 && exact_layers && !open && refuses_every_char(dfa, &layer);
-                return SafeDepth { depth, rejects_longer };
+                return (SafeDepth { depth, rejects_longer }, open);
             }
             break depth;
         };
@@ -520,7 +858,7 @@ pub(crate) fn safe_depth(dfa: &Dfa, state: StateId, cap: usize, memo: &[AtomicU3
             }
         }
     }
-    SafeDepth { depth: found, rejects_longer: false }
+    (SafeDepth { depth: found, rejects_longer: false }, open)
 }
 
 #[cfg(test)]
@@ -581,7 +919,9 @@ mod tests {
         let words = bitmask_len(v.vocab_size());
         // 20 bytes per token and its bytes, 4 per part (its `starts` end).
         let parts = (EXACT + 2) * 4;
-        assert_eq!(s.memory(), 20 * 6 + 29 + parts + (EXACT + 1) * words * 4);
+        // The unions, then one bitmask per safe ASCII character (93) and one for the
+        // others.
+        assert_eq!(s.memory(), 20 * 6 + 29 + parts + (EXACT + 1) * words * 4 + 94 * words * 4);
         let prepared =
             Arc::new(Vocabulary::from_byte_tokens(vec![b"y".to_vec()], &[], &[], None).unwrap());
         crate::prepare_vocabulary(&prepared);

@@ -26,7 +26,7 @@
 use crate::automaton::Dfa;
 use crate::follow::RuleExits;
 use crate::ids::StateId;
-use crate::slices::{safe_depth, Slicing, Trie, EXACT};
+use crate::slices::{safe_depth, Excluded, Slicing, Trie, EXACT};
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -327,11 +327,19 @@ pub(crate) fn classify(
         }
     };
     let dfa = view.dfa;
-    let sliced_state = state.filter(|&s| safe_depth(dfa, s, 1, &[]).depth > 0);
-    if let Some(state) = sliced_state {
+    let sliced_state = state.and_then(|s| {
+        let excluded = Excluded::at(dfa, s)?;
+        (safe_depth(dfa, s, 1, &[], &excluded).depth > 0).then_some((s, excluded))
+    });
+    let slices = sliced_state.and_then(|(state, excluded)| {
         let slicing = slicing();
-        let depth = safe_depth(dfa, state, slicing.depth_cap(), safe_memo);
+        let depth = safe_depth(dfa, state, slicing.depth_cap(), safe_memo, &excluded);
+        // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
+        let union = if covered == 0 { None } else { slicing.union_without(covered, &excluded) }?;
+        Some((slicing, depth, covered, union))
+    });
+    if let Some((slicing, depth, covered, union)) = slices {
         // Longer safe runs are rejected whole when the automaton refuses any safe
         // character after `depth` of them, never having been open on the way (the
         // slices after `depth` then hold only longer runs when `depth <= EXACT`).
@@ -345,7 +353,7 @@ pub(crate) fn classify(
             walk(&view, &mut frames, level, part, &mut accepted, &mut dependent);
         }
         dependent.sort_unstable();
-        sliced = Some(slicing.union(covered).clone());
+        sliced = Some(union);
     } else {
         walk(&view, &mut frames, level, sorted, &mut accepted, &mut dependent);
     }

@@ -369,6 +369,91 @@ fn tokens_through_whitespace_runs_give_the_same_masks() {
     }
 }
 
+/// Strings whose alphabet leaves out a few characters (`[^#/]`, ECMAScript's `.` without
+/// U+2028 and U+2029, `\S`, printable ASCII): the cache accepts the vocabulary's string
+/// slices without the tokens that hold a left-out character, which are rejected, and
+/// walks the rest. Tokens that hold one at any place, or end inside a character
+/// (`\xE2\x80` starts U+2028 and U+2000 alike), give the masks of the cache-free walk.
+#[test]
+fn strings_without_some_characters_give_the_same_masks() {
+    use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+    let mut tokens: Vec<Vec<u8>> = [
+        "{",
+        "}",
+        "{\"",
+        "\":",
+        "\":\"",
+        "\",",
+        "\"}",
+        ",",
+        ":",
+        "\"",
+        "a",
+        "b",
+        "ab",
+        "abc",
+        "a b",
+        " ",
+        "#",
+        "a#",
+        "#b",
+        "a#b",
+        "/",
+        "a/",
+        "ab/c",
+        "é",
+        "aé",
+        "éa",
+        "\u{2028}",
+        "a\u{2028}",
+        "\u{2029}b",
+        "\u{2000}",
+        "a\u{2000}b",
+        "\u{a0}",
+        "\u{3000}x",
+        "x\u{3000}",
+        "\u{1F600}",
+        "a\u{1F600}",
+        "\\",
+        "\\n",
+        "a\"",
+        "ab\",",
+        "abcdefghijklmnopqrst",
+        "abc#defghijklmnopqrst",
+        "ab cdefghijklmnopqrst",
+        "p",
+        "q",
+        "r",
+        "s",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    // Ends inside a character: of U+2028 and U+2000 alike, of é, of U+1F600.
+    tokens.extend([vec![0xE2, 0x80], b"a\xE2".to_vec(), vec![0xC3], vec![b'a', 0xF0, 0x9F]]);
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "p": {"type": "string", "pattern": "^[^#/]*$"},
+        "q": {"type": "string", "pattern": "^.{0,24}$"},
+        "r": {"type": "string", "pattern": "^\\S+$"},
+        "s": {"type": "string", "pattern": "^[ -~]*$"}},
+        "required": ["p", "q", "r", "s"], "additionalProperties": false});
+    let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
+    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    masked_walks_agree(&[cached.clone(), plain], 0x3C6E_F372_FE94_F82B, 120, 40, || {});
+    let mut m = Matcher::new(cached);
+    m.accept_string("{\"p\":\"ab").unwrap();
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    assert!(allowed.contains(&"a b".to_string()) && allowed.contains(&"é".to_string()));
+    assert!(!allowed.iter().any(|t| t.contains('#') || t.contains('/')), "{allowed:?}");
+}
+
 /// A counted run whose caller reads the run's own character next (`"x" run " y"`): the
 /// walk through the call follows the run as far as it goes, and a token that needs the
 /// run to end earlier (`"x  y"`: one blank in the run, one after it) is left to the
