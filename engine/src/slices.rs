@@ -268,40 +268,37 @@ fn safe_chars(bytes: &[u8]) -> Option<usize> {
     (count > 0).then_some(count)
 }
 
-/// A sorted vocabulary, or a subsequence of one, walked as a trie (see
-/// [`grammask_tokenset::SortedVocab`] for the meaning of `lcp` and the skip).
+/// A sorted vocabulary, or a subsequence of one, or tails of tokens, walked as a trie
+/// (see [`grammask_tokenset::SortedVocab`] for the meaning of `lcp` and the skip). Its
+/// *keys* are byte strings in ascending order, each standing for one or more tokens.
 pub(crate) trait Trie {
-    /// Number of tokens.
+    /// The byte of a token where the keys start: 0, or 1 for [`Tails`] (keys that
+    /// follow at least one character of their tokens).
+    const OFFSET: usize;
+    /// Number of keys.
     fn count(&self) -> usize;
-    /// Position in the sorted vocabulary of the `k`-th token.
-    fn position(&self, k: usize) -> usize;
-    /// The bytes of the `k`-th token.
+    /// The bytes of the `k`-th key.
     fn bytes(&self, k: usize) -> &[u8];
-    /// The id of the `k`-th token.
-    fn token_id(&self, k: usize) -> u32;
-    /// Common prefix length of the `k - 1`-th and `k`-th tokens (0 for `k == 0`).
+    /// Common prefix length of the `k - 1`-th and `k`-th keys (0 for `k == 0`).
     fn shared(&self, k: usize) -> usize;
-    /// The first `j > k` whose token does not start with the first `depth` bytes of the
-    /// `k`-th token, or `count()`.
+    /// The first `j > k` whose key does not start with the first `depth` bytes of the
+    /// `k`-th key, or `count()`.
     fn skip(&self, k: usize, depth: usize) -> usize;
+    /// Pushes the ids of the tokens of the `k`-th key.
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>);
+    /// Pushes the sorted-vocabulary positions of the tokens of the keys `k..end`.
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>);
 }
 
 impl Trie for SortedVocab {
+    const OFFSET: usize = 0;
     #[inline]
     fn count(&self) -> usize {
         self.len()
     }
     #[inline]
-    fn position(&self, k: usize) -> usize {
-        k
-    }
-    #[inline]
     fn bytes(&self, k: usize) -> &[u8] {
         SortedVocab::bytes(self, k)
-    }
-    #[inline]
-    fn token_id(&self, k: usize) -> u32 {
-        SortedVocab::token_id(self, k)
     }
     #[inline]
     fn shared(&self, k: usize) -> usize {
@@ -311,103 +308,233 @@ impl Trie for SortedVocab {
     fn skip(&self, k: usize, depth: usize) -> usize {
         self.next_without_prefix(k, depth)
     }
+    #[inline]
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>) {
+        ids.push(self.token_id(k));
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
+        positions.extend(k as u32..end as u32);
+    }
+}
+
+/// Ascending byte strings with their trie walk data, in contiguous memory (a walk
+/// reads them in order).
+#[derive(Debug, Default)]
+struct Keys {
+    /// `bytes(k) = data[starts[k]..starts[k + 1]]`.
+    starts: Vec<u32>,
+    /// The keys' bytes, concatenated.
+    data: Vec<u8>,
+    /// `lcp[k]`: common prefix length of the keys `k - 1` and `k`.
+    lcp: Vec<u32>,
+    /// `subtree_end[k]`: the first `j > k` whose key does not start with the whole of
+    /// key `k`, or `len`.
+    subtree_end: Vec<u32>,
+}
+
+impl Keys {
+    /// The walk data of `keys` (ascending).
+    fn build<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Keys {
+        let mut k = Keys { starts: vec![0], ..Keys::default() };
+        // Keys that are a prefix of the previous key, shortest first.
+        let mut open: Vec<usize> = Vec::new();
+        for (i, bytes) in keys.into_iter().enumerate() {
+            let prev = k.starts.len().checked_sub(2).map_or(&[][..], |p| k.bytes(p));
+            let common = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            while let Some(&top) = open.last() {
+                if k.bytes(top).len() > common {
+                    k.subtree_end[top] = i as u32;
+                    open.pop();
+                } else {
+                    break;
+                }
+            }
+            open.push(i);
+            k.lcp.push(common as u32);
+            k.subtree_end.push(u32::MAX);
+            k.data.extend_from_slice(bytes);
+            k.starts.push(k.data.len() as u32);
+        }
+        let n = k.lcp.len() as u32;
+        for &top in &open {
+            k.subtree_end[top] = n;
+        }
+        k
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.lcp.len()
+    }
+
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        &self.data[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+
+    #[inline]
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        let depth = depth as u32;
+        let mut j = k + 1;
+        // As `SortedVocab::next_without_prefix`: every key in k..j starts with the
+        // prefix; a key sharing `depth` bytes with its predecessor, and its subtree, do
+        // too.
+        while j < self.len() && self.lcp[j] >= depth {
+            j = self.subtree_end[j] as usize;
+        }
+        j
+    }
+
+    /// Heap bytes used.
+    #[cfg(test)]
+    fn memory(&self) -> usize {
+        (self.starts.len() + self.lcp.len() + self.subtree_end.len()) * 4 + self.data.len()
+    }
 }
 
 /// A subsequence of the sorted vocabulary with its own trie walk data, and its own copy
-/// of the token ids and bytes (a walk reads them in order, from contiguous memory).
+/// of the token ids and bytes.
 #[derive(Debug, Default)]
 pub(crate) struct Part {
     /// Sorted-vocabulary positions, ascending.
     positions: Vec<u32>,
     /// Token ids.
     ids: Vec<u32>,
-    /// `bytes(k) = data[starts[k]..starts[k + 1]]`.
-    starts: Vec<u32>,
-    /// The tokens' bytes, concatenated.
-    data: Vec<u8>,
-    /// `lcp[k]`: common prefix length of the tokens `k - 1` and `k` of the part.
-    lcp: Vec<u32>,
-    /// `subtree_end[k]`: the first `j > k` whose token does not start with the whole of
-    /// token `k`, or `len`.
-    subtree_end: Vec<u32>,
+    /// The tokens' bytes.
+    keys: Keys,
 }
 
 impl Part {
     /// The walk data of the tokens at `positions` (ascending) of `sorted`.
     fn build(sorted: &SortedVocab, positions: Vec<u32>) -> Part {
-        let n = positions.len();
-        let mut lcp = Vec::with_capacity(n);
-        let mut subtree_end = vec![n as u32; n];
-        // Tokens whose bytes are a prefix of the previous token, shortest first.
-        let mut open: Vec<usize> = Vec::new();
-        let mut prev: &[u8] = &[];
-        let mut ids = Vec::with_capacity(n);
-        let mut starts = Vec::with_capacity(n + 1);
-        let mut data = Vec::new();
-        for (k, &p) in positions.iter().enumerate() {
-            let bytes = sorted.bytes(p as usize);
-            ids.push(sorted.token_id(p as usize));
-            starts.push(data.len() as u32);
-            data.extend_from_slice(bytes);
-            let common = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-            while let Some(&top) = open.last() {
-                if sorted.bytes(positions[top] as usize).len() > common {
-                    subtree_end[top] = k as u32;
-                    open.pop();
-                } else {
-                    break;
-                }
-            }
-            open.push(k);
-            lcp.push(common as u32);
-            prev = bytes;
-        }
-        starts.push(data.len() as u32);
-        Part { positions, ids, starts, data, lcp, subtree_end }
+        let ids = positions.iter().map(|&p| sorted.token_id(p as usize)).collect();
+        let keys = Keys::build(positions.iter().map(|&p| sorted.bytes(p as usize)));
+        Part { positions, ids, keys }
     }
 
     /// Heap bytes used.
     #[cfg(test)]
     fn memory(&self) -> usize {
-        (self.positions.len() + self.ids.len() + self.starts.len()) * 4
-            + (self.lcp.len() + self.subtree_end.len()) * 4
-            + self.data.len()
+        (self.positions.len() + self.ids.len()) * 4 + self.keys.memory()
     }
 }
 
 impl Trie for Part {
+    const OFFSET: usize = 0;
     #[inline]
     fn count(&self) -> usize {
         self.positions.len()
     }
     #[inline]
-    fn position(&self, k: usize) -> usize {
-        self.positions[k] as usize
-    }
-    #[inline]
     fn bytes(&self, k: usize) -> &[u8] {
-        &self.data[self.starts[k] as usize..self.starts[k + 1] as usize]
-    }
-    #[inline]
-    fn token_id(&self, k: usize) -> u32 {
-        self.ids[k]
+        self.keys.bytes(k)
     }
     #[inline]
     fn shared(&self, k: usize) -> usize {
-        self.lcp[k] as usize
+        self.keys.lcp[k] as usize
     }
     #[inline]
     fn skip(&self, k: usize, depth: usize) -> usize {
-        let depth = depth as u32;
-        let mut j = k + 1;
-        // As `SortedVocab::next_without_prefix`: every token in k..j starts with the
-        // prefix; a token sharing `depth` bytes with its predecessor, and its subtree,
-        // do too.
-        while j < self.positions.len() && self.lcp[j] >= depth {
-            j = self.subtree_end[j] as usize;
-        }
-        j
+        self.keys.skip(k, depth)
     }
+    #[inline]
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>) {
+        ids.push(self.ids[k]);
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
+        positions.extend_from_slice(&self.positions[k..end]);
+    }
+}
+
+/// The tokens of the rest that start with safe characters, by their *tail*: what
+/// follows the longest run of whole safe characters they start with. From a state
+/// where every safe run leads to one state ([`safe_run_target`]), such a token goes
+/// wherever its tail goes from there, after one byte at least; tokens of one tail are
+/// classified together.
+/// Llama-3's 2,757 such tokens (`abc",`, `x\n`, ...) have 326 tails.
+#[derive(Debug, Default)]
+pub(crate) struct Tails {
+    /// The distinct tails.
+    keys: Keys,
+    /// The tokens of tail `k`: `members[k]..members[k + 1]` of `ids` and `positions`.
+    members: Vec<u32>,
+    /// Token ids, tail by tail.
+    ids: Vec<u32>,
+    /// Their sorted-vocabulary positions.
+    positions: Vec<u32>,
+}
+
+impl Tails {
+    /// The tails of the tokens at `positions` of `sorted`, each with the length of the
+    /// safe run it follows (`> 0`).
+    fn build(sorted: &SortedVocab, tokens: &[(u32, usize)]) -> Tails {
+        let mut by_tail: std::collections::BTreeMap<&[u8], Vec<u32>> = Default::default();
+        for &(p, run) in tokens {
+            by_tail.entry(&sorted.bytes(p as usize)[run..]).or_default().push(p);
+        }
+        let keys = Keys::build(by_tail.keys().copied());
+        let mut t = Tails { keys, members: vec![0], ..Tails::default() };
+        for members in by_tail.values() {
+            t.positions.extend_from_slice(members);
+            t.ids.extend(members.iter().map(|&p| sorted.token_id(p as usize)));
+            t.members.push(t.positions.len() as u32);
+        }
+        t
+    }
+
+    /// Heap bytes used.
+    #[cfg(test)]
+    fn memory(&self) -> usize {
+        (self.members.len() + self.ids.len() + self.positions.len()) * 4 + self.keys.memory()
+    }
+}
+
+impl Trie for Tails {
+    const OFFSET: usize = 1;
+    #[inline]
+    fn count(&self) -> usize {
+        self.keys.len()
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        self.keys.bytes(k)
+    }
+    #[inline]
+    fn shared(&self, k: usize) -> usize {
+        self.keys.lcp[k] as usize
+    }
+    #[inline]
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        self.keys.skip(k, depth)
+    }
+    #[inline]
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>) {
+        ids.extend_from_slice(&self.ids[self.members[k] as usize..self.members[k + 1] as usize]);
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
+        let range = self.members[k] as usize..self.members[end] as usize;
+        positions.extend_from_slice(&self.positions[range]);
+    }
+}
+
+/// The length of the longest run of whole safe characters `bytes` starts with.
+fn safe_run_len(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    'chars: while i < bytes.len() {
+        for seq in SAFE_CHARS {
+            let fits = seq.len() <= bytes.len() - i
+                && seq.iter().zip(&bytes[i..]).all(|(&(lo, hi), b)| (lo..=hi).contains(b));
+            if fits {
+                i += seq.len();
+                continue 'chars;
+            }
+        }
+        break;
+    }
+    i
 }
 
 /// A vocabulary split into slices of safe runs and the rest; see the module
@@ -419,6 +546,10 @@ pub(crate) struct Slicing {
     slices: Vec<Part>,
     /// The tokens of no slice.
     rest: Part,
+    /// The tokens of `rest` that do not start with a safe character.
+    head: Part,
+    /// The others, by tail.
+    tails: Tails,
     /// `union[m - 1]`: the bitmask (over token ids) of the tokens of `slices[..m]`.
     union: Vec<Arc<Vec<u32>>>,
     /// The safe depth that covers every slice: at least `EXACT + 1`, and the character
@@ -482,9 +613,18 @@ impl Slicing {
             }
         }
         let slices = members.into_iter().map(|m| Part::build(sorted, m)).collect();
+        let (mut head, mut tailed) = (Vec::new(), Vec::new());
+        for &p in &rest {
+            match safe_run_len(sorted.bytes(p as usize)) {
+                0 => head.push(p),
+                run => tailed.push((p, run)),
+            }
+        }
         Slicing {
             slices,
             rest: Part::build(sorted, rest),
+            head: Part::build(sorted, head),
+            tails: Tails::build(sorted, &tailed),
             union,
             covers_all,
             contains,
@@ -565,7 +705,7 @@ impl Slicing {
                 for k in 0..part.count() {
                     let bytes = part.bytes(k);
                     if !bytes.is_ascii() && holds(bytes) {
-                        let id = part.token_id(k);
+                        let id = part.ids[k];
                         bits[id as usize / 32] &= !(1 << (id % 32));
                     }
                 }
@@ -582,6 +722,13 @@ impl Slicing {
         self.slices[m..].iter().chain(std::iter::once(&self.rest))
     }
 
+    /// The rest as its tokens that do not start with a safe character and the tails of
+    /// the others: to walk instead of the rest from a state with a
+    /// [`safe_run_target`].
+    pub(crate) fn rest_by_tails(&self) -> (&Part, &Tails) {
+        (&self.head, &self.tails)
+    }
+
     /// The number of slices after the first `m`.
     pub(crate) fn slices_after(&self, m: usize) -> usize {
         self.slices.len() - m
@@ -594,6 +741,8 @@ impl Slicing {
     fn memory(&self) -> usize {
         self.slices.iter().map(Part::memory).sum::<usize>()
             + self.rest.memory()
+            + self.head.memory()
+            + self.tails.memory()
             + self.union.iter().map(|u| u.len() * 4).sum::<usize>()
             + self.contains.iter().map(|c| c.len() * 4).sum::<usize>()
             + self.contains_non_ascii.len() * 4
@@ -707,6 +856,28 @@ fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet, reference: Option<Sta
     out.sort_unstable();
     out.dedup();
     CharStep { next: (out.len() <= MAX_LEVEL_STATES).then_some(out), open }
+}
+
+/// The state every run of safe characters leads to from `state`, when there is one: one
+/// state `t` that `state` reads every safe character into and that reads every safe
+/// character back to itself, with no open state ([`is_open`]) on the way or at `state`.
+/// Any token that starts with a safe run then goes from `state` where its tail goes
+/// from `t` ([`Tails`]).
+pub(crate) fn safe_run_target(dfa: &Dfa, state: StateId) -> Option<StateId> {
+    if is_open(dfa, state) {
+        return None;
+    }
+    let reps = class_reps(dfa);
+    let one = |s: StateId| {
+        let from: StateSet = smallvec::smallvec![s];
+        let step = step_char(dfa, reps, &from, None);
+        match step.next.as_deref() {
+            Some(&[t]) if !step.open => Some(t),
+            _ => None,
+        }
+    };
+    let target = one(state)?;
+    (target == state || one(target) == Some(target)).then_some(target)
 }
 
 /// Whether every state of `set` refuses the first byte of every safe character.
@@ -904,6 +1075,40 @@ mod tests {
     }
 
     #[test]
+    fn tails_group_the_tokens_after_safe_runs() {
+        assert_eq!(safe_run_len(b"abc\","), 3);
+        assert_eq!(safe_run_len("é\n".as_bytes()), 2);
+        assert_eq!(safe_run_len(b"\"a"), 0);
+        // An incomplete character is not part of the run.
+        assert_eq!(safe_run_len(&[b'a', 0xE2, 0x80]), 1);
+        let tokens: Vec<Vec<u8>> = ["x\",", "yz\",", "x\"}", "a\\n", "\"", "q"]
+            .iter()
+            .map(|t| t.as_bytes().to_vec())
+            .collect();
+        let v = Vocabulary::from_byte_tokens(tokens, &[], &[], None).unwrap();
+        let sorted = v.sorted();
+        let tailed: Vec<(u32, usize)> = (0..sorted.len() as u32)
+            .filter_map(|p| match safe_run_len(sorted.bytes(p as usize)) {
+                0 => None,
+                run if run == sorted.bytes(p as usize).len() => None,
+                run => Some((p, run)),
+            })
+            .collect();
+        let tails = Tails::build(sorted, &tailed);
+        let keys: Vec<&[u8]> = (0..tails.count()).map(|k| tails.bytes(k)).collect();
+        assert_eq!(keys, [&b"\","[..], b"\"}", b"\\n"]);
+        let mut ids = Vec::new();
+        tails.accepted(0, &mut ids);
+        ids.sort_unstable();
+        assert_eq!(ids, [0, 1], "x\", and yz\", share the tail \",");
+        let mut positions = Vec::new();
+        tails.dependent(0, 2, &mut positions);
+        assert_eq!(positions.len(), 3);
+        // `"` and `"}` share one byte; skipping past `"` skips both.
+        assert_eq!((tails.shared(1), tails.skip(0, 1)), (1, 2));
+    }
+
+    #[test]
     fn slicing_sizes_and_registry() {
         let tokens: Vec<Vec<u8>> = ["a", "ab", "\"", "a\"", "é", "abcdefghijklmnopqrstu"]
             .iter()
@@ -921,7 +1126,16 @@ mod tests {
         let parts = (EXACT + 2) * 4;
         // The unions, then one bitmask per safe ASCII character (93) and one for the
         // others.
-        assert_eq!(s.memory(), 20 * 6 + 29 + parts + (EXACT + 1) * words * 4 + 94 * words * 4);
+        // The rest again: `"` heads it, `a"` has the tail `"` (one key, one token).
+        let (head, tails) = s.rest_by_tails();
+        assert_eq!((head.count(), head.bytes(0)), (1, &b"\""[..]));
+        assert_eq!((tails.count(), tails.bytes(0)), (1, &b"\""[..]));
+        // Each as a part of one token of one byte; the tails add their `members`.
+        let by_tails = 2 * (20 + 1 + 4) + 2 * 4;
+        assert_eq!(
+            s.memory(),
+            20 * 6 + 29 + parts + by_tails + (EXACT + 1) * words * 4 + 94 * words * 4
+        );
         let prepared =
             Arc::new(Vocabulary::from_byte_tokens(vec![b"y".to_vec()], &[], &[], None).unwrap());
         crate::prepare_vocabulary(&prepared);

@@ -26,7 +26,7 @@
 use crate::automaton::Dfa;
 use crate::follow::RuleExits;
 use crate::ids::StateId;
-use crate::slices::{safe_depth, Excluded, Slicing, Trie, EXACT};
+use crate::slices::{safe_depth, safe_run_target, Excluded, Slicing, Trie, EXACT};
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -337,20 +337,32 @@ pub(crate) fn classify(
         // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
         let union = if covered == 0 { None } else { slicing.union_without(covered, &excluded) }?;
-        Some((slicing, depth, covered, union))
+        let run_target = (covered == EXACT + 1 && excluded.is_empty())
+            .then(|| safe_run_target(dfa, state))
+            .flatten();
+        Some((slicing, depth, covered, union, run_target))
     });
-    if let Some((slicing, depth, covered, union)) = slices {
-        // Longer safe runs are rejected whole when the automaton refuses any safe
-        // character after `depth` of them, never having been open on the way (the
-        // slices after `depth` then hold only longer runs when `depth <= EXACT`).
-        let parts = slicing.remaining(covered);
-        let skip = if depth.rejects_longer && depth.depth <= EXACT {
-            slicing.slices_after(covered)
+    if let Some((slicing, depth, covered, union, run_target)) = slices {
+        if let Some(target) = run_target {
+            // Every slice is accepted; a token of the rest that starts with safe
+            // characters goes where its tail goes from `target`.
+            let (head, tails) = slicing.rest_by_tails();
+            walk(&view, &mut frames, level, head, &mut accepted, &mut dependent);
+            let after_run = Level::at(target);
+            walk(&view, &mut frames, after_run, tails, &mut accepted, &mut dependent);
         } else {
-            0
-        };
-        for part in parts.skip(skip) {
-            walk(&view, &mut frames, level, part, &mut accepted, &mut dependent);
+            // Longer safe runs are rejected whole when the automaton refuses any safe
+            // character after `depth` of them, never having been open on the way (the
+            // slices after `depth` then hold only longer runs when `depth <= EXACT`).
+            let parts = slicing.remaining(covered);
+            let skip = if depth.rejects_longer && depth.depth <= EXACT {
+                slicing.slices_after(covered)
+            } else {
+                0
+            };
+            for part in parts.skip(skip) {
+                walk(&view, &mut frames, level, part, &mut accepted, &mut dependent);
+            }
         }
         dependent.sort_unstable();
         sliced = Some(union);
@@ -369,9 +381,9 @@ pub(crate) fn classify(
     PositionMask { accepted, sliced, dependent }
 }
 
-/// The classification walk over the tokens of `trie` (the sorted vocabulary or a part
-/// of it): pushes the ids of the accepted tokens and the sorted-vocabulary positions of
-/// the context-dependent ones.
+/// The classification walk over the keys of `trie` (the sorted vocabulary, a part of
+/// it, or tails read after [`Trie::OFFSET`] bytes): pushes the ids of the accepted
+/// tokens and the sorted-vocabulary positions of the context-dependent ones.
 fn walk<T: Trie>(
     view: &View<'_>,
     frames: &mut Frames,
@@ -393,7 +405,7 @@ fn walk<T: Trie>(
         // The current level stays in registers; `levels` is only written.
         let mut current = levels[shared];
         for (d, &b) in bytes.iter().enumerate().skip(shared) {
-            match step(view, frames, current, b, d) {
+            match step(view, frames, current, b, d + T::OFFSET) {
                 Ok(entry) => {
                     current = entry;
                     if levels.len() <= d + 1 {
@@ -413,13 +425,13 @@ fn walk<T: Trie>(
             Some((d, open)) => {
                 let end = trie.skip(k, d + 1);
                 if open {
-                    dependent.extend((k..end).map(|j| trie.position(j) as u32));
+                    trie.dependent(k, end, dependent);
                 }
                 k = end;
             }
             None => {
                 if !bytes.is_empty() {
-                    accepted.push(trie.token_id(k));
+                    trie.accepted(k, accepted);
                 }
                 k += 1;
             }
