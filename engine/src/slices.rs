@@ -520,6 +520,41 @@ impl Trie for Tails {
     }
 }
 
+/// The tails of a [`Tails`] as the keys of a trie walk: a walk pushes the indices of
+/// the keys, accepted and context-dependent, instead of their tokens.
+pub(crate) struct TailKeys<'a>(pub(crate) &'a Tails);
+
+impl Trie for TailKeys<'_> {
+    const OFFSET: usize = 1;
+    #[inline]
+    fn count(&self) -> usize {
+        self.0.count()
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        self.0.bytes(k)
+    }
+    #[inline]
+    fn shared(&self, k: usize) -> usize {
+        self.0.shared(k)
+    }
+    #[inline]
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        self.0.skip(k, depth)
+    }
+    #[inline]
+    fn accepted(&self, k: usize, keys: &mut Vec<u32>) {
+        keys.push(k as u32);
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, keys: &mut Vec<u32>) {
+        keys.extend(k as u32..end as u32);
+    }
+}
+
+/// Marks a token of the rest without a tail (it starts with no safe character).
+pub(crate) const NO_TAIL: u32 = u32::MAX;
+
 /// The length of the longest run of whole safe characters `bytes` starts with.
 fn safe_run_len(bytes: &[u8]) -> usize {
     let mut i = 0;
@@ -550,6 +585,10 @@ pub(crate) struct Slicing {
     head: Part,
     /// The others, by tail.
     tails: Tails,
+    /// Per token of `rest`: the length of the safe run it starts with, in bytes.
+    rest_runs: Vec<u32>,
+    /// Per token of `rest`: its tail in `tails` ([`NO_TAIL`] for those of `head`).
+    rest_tails: Vec<u32>,
     /// `union[m - 1]`: the bitmask (over token ids) of the tokens of `slices[..m]`.
     union: Vec<Arc<Vec<u32>>>,
     /// The safe depth that covers every slice: at least `EXACT + 1`, and the character
@@ -613,18 +652,29 @@ impl Slicing {
             }
         }
         let slices = members.into_iter().map(|m| Part::build(sorted, m)).collect();
-        let (mut head, mut tailed) = (Vec::new(), Vec::new());
+        let (mut head, mut tailed, mut rest_runs) = (Vec::new(), Vec::new(), Vec::new());
         for &p in &rest {
-            match safe_run_len(sorted.bytes(p as usize)) {
+            let run = safe_run_len(sorted.bytes(p as usize));
+            rest_runs.push(run as u32);
+            match run {
                 0 => head.push(p),
                 run => tailed.push((p, run)),
             }
         }
+        let tails = Tails::build(sorted, &tailed);
+        let mut tail_of = HashMap::new();
+        for k in 0..tails.count() {
+            let members = tails.members[k] as usize..tails.members[k + 1] as usize;
+            tail_of.extend(tails.positions[members].iter().map(|&p| (p, k as u32)));
+        }
+        let rest_tails = rest.iter().map(|p| tail_of.get(p).copied().unwrap_or(NO_TAIL)).collect();
         Slicing {
             slices,
             rest: Part::build(sorted, rest),
             head: Part::build(sorted, head),
-            tails: Tails::build(sorted, &tailed),
+            tails,
+            rest_runs,
+            rest_tails,
             union,
             covers_all,
             contains,
@@ -729,6 +779,12 @@ impl Slicing {
         (&self.head, &self.tails)
     }
 
+    /// The rest, with the length of the safe run each of its tokens starts with (bytes)
+    /// and its tail in [`Slicing::rest_by_tails`] ([`NO_TAIL`] when it starts with none).
+    pub(crate) fn rest_with_tails(&self) -> (&Part, &[u32], &[u32]) {
+        (&self.rest, &self.rest_runs, &self.rest_tails)
+    }
+
     /// The number of slices after the first `m`.
     pub(crate) fn slices_after(&self, m: usize) -> usize {
         self.slices.len() - m
@@ -743,6 +799,7 @@ impl Slicing {
             + self.rest.memory()
             + self.head.memory()
             + self.tails.memory()
+            + (self.rest_runs.len() + self.rest_tails.len()) * 4
             + self.union.iter().map(|u| u.len() * 4).sum::<usize>()
             + self.contains.iter().map(|c| c.len() * 4).sum::<usize>()
             + self.contains_non_ascii.len() * 4
@@ -878,6 +935,35 @@ pub(crate) fn safe_run_target(dfa: &Dfa, state: StateId) -> Option<StateId> {
     };
     let target = one(state)?;
     (target == state || one(target) == Some(target)).then_some(target)
+}
+
+/// The nearest state, reached from `state` by safe characters (`state` itself
+/// included), that reads every safe character back to itself without an open state on
+/// the way or at it, among the first [`MAX_LEVEL_STATES`] such states reached; a walk
+/// that gets there at the end of a safe run goes on as the token's tail does from there.
+/// The strings of object keys that are either known names or any others have one: the
+/// state of the other keys.
+pub(crate) fn safe_loop_state(dfa: &Dfa, state: StateId) -> Option<StateId> {
+    let reps = class_reps(dfa);
+    let mut seen: StateSet = smallvec::smallvec![state];
+    let mut i = 0;
+    while i < seen.len().min(MAX_LEVEL_STATES) {
+        let s = seen[i];
+        let from: StateSet = smallvec::smallvec![s];
+        let step = step_char(dfa, reps, &from, None);
+        if let Some(next) = step.next {
+            if !step.open && !is_open(dfa, s) && next.as_slice() == [s] {
+                return Some(s);
+            }
+            for t in next {
+                if !seen.contains(&t) {
+                    seen.push(t);
+                }
+            }
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Whether every state of `set` refuses the first byte of every safe character.
@@ -1130,8 +1216,9 @@ mod tests {
         let (head, tails) = s.rest_by_tails();
         assert_eq!((head.count(), head.bytes(0)), (1, &b"\""[..]));
         assert_eq!((tails.count(), tails.bytes(0)), (1, &b"\""[..]));
-        // Each as a part of one token of one byte; the tails add their `members`.
-        let by_tails = 2 * (20 + 1 + 4) + 2 * 4;
+        // Each as a part of one token of one byte; the tails add their `members`, and
+        // each token of the rest its run length and tail.
+        let by_tails = 2 * (20 + 1 + 4) + 2 * 4 + 2 * 8;
         assert_eq!(
             s.memory(),
             20 * 6 + 29 + parts + by_tails + (EXACT + 1) * words * 4 + 94 * words * 4

@@ -26,7 +26,9 @@
 use crate::automaton::Dfa;
 use crate::follow::RuleExits;
 use crate::ids::StateId;
-use crate::slices::{safe_depth, safe_run_target, Excluded, Slicing, Trie, EXACT};
+use crate::slices::{
+    safe_depth, safe_loop_state, safe_run_target, Excluded, Slicing, TailKeys, Trie, EXACT,
+};
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -347,9 +349,9 @@ pub(crate) fn classify(
             // Every slice is accepted; a token of the rest that starts with safe
             // characters goes where its tail goes from `target`.
             let (head, tails) = slicing.rest_by_tails();
-            walk(&view, &mut frames, level, head, &mut accepted, &mut dependent);
+            walk(&view, &mut frames, level, head, &mut accepted, &mut dependent, None);
             let after_run = Level::at(target);
-            walk(&view, &mut frames, after_run, tails, &mut accepted, &mut dependent);
+            walk(&view, &mut frames, after_run, tails, &mut accepted, &mut dependent, None);
         } else {
             // Longer safe runs are rejected whole when the automaton refuses any safe
             // character after `depth` of them, never having been open on the way (the
@@ -360,14 +362,21 @@ pub(crate) fn classify(
             } else {
                 0
             };
+            let (rest, runs, tails) = slicing.rest_with_tails();
+            let shortcut = state.and_then(|s| safe_loop_state(dfa, s)).map(|loop_state| {
+                let outcome =
+                    tail_outcomes(&view, &mut frames, loop_state, slicing.rest_by_tails().1);
+                RunShortcut { state: loop_state, outcome, runs, tails }
+            });
             for part in parts.skip(skip) {
-                walk(&view, &mut frames, level, part, &mut accepted, &mut dependent);
+                let shortcut = shortcut.as_ref().filter(|_| std::ptr::eq(part, rest));
+                walk(&view, &mut frames, level, part, &mut accepted, &mut dependent, shortcut);
             }
         }
         dependent.sort_unstable();
         sliced = Some(union);
     } else {
-        walk(&view, &mut frames, level, sorted, &mut accepted, &mut dependent);
+        walk(&view, &mut frames, level, sorted, &mut accepted, &mut dependent, None);
     }
     let words = bitmask_len(vocab.vocab_size());
     let accepted = if accepted.len() > words {
@@ -381,9 +390,60 @@ pub(crate) fn classify(
     PositionMask { accepted, sliced, dependent }
 }
 
+/// What a tail does from a [`safe_loop_state`].
+const TAIL_REJECTED: u8 = 0;
+const TAIL_ACCEPTED: u8 = 1;
+const TAIL_DEPENDENT: u8 = 2;
+
+/// Where a walk over the rest of a slicing can stop before a token's tail: at the
+/// [`safe_loop_state`] `state`, at the end of a run of whole safe characters. The
+/// token then goes where its tail goes from `state`, and so do the tokens that share
+/// the bytes read so far: they are classified by `outcome` without being walked.
+struct RunShortcut<'a> {
+    state: StateId,
+    /// Per tail of the slicing: `TAIL_*` from `state`.
+    outcome: Vec<u8>,
+    /// Per token of the rest: the length of its safe run, in bytes.
+    runs: &'a [u32],
+    /// Per token of the rest: its tail.
+    tails: &'a [u32],
+}
+
+impl RunShortcut<'_> {
+    /// Whether the walk, at `level` after the first `depth` bytes of the rest's `k`-th
+    /// token, can stop: in the position's rule, not open, at `state`, with `depth` at
+    /// the end of a character of the token's safe run.
+    #[inline(always)]
+    fn stops(&self, level: Level, k: usize, bytes: &[u8], depth: usize) -> bool {
+        level.tag == 0
+            && level.state == self.state
+            && self.runs[k] as usize >= depth
+            && bytes.get(depth).is_none_or(|&b| b & 0xC0 != 0x80)
+    }
+}
+
+/// The outcome of each tail of `tails` from `state`, read after at least one byte of
+/// its token.
+fn tail_outcomes(
+    view: &View<'_>,
+    frames: &mut Frames,
+    state: StateId,
+    tails: &crate::slices::Tails,
+) -> Vec<u8> {
+    let (mut accepted, mut dependent) = (Vec::new(), Vec::new());
+    let keys = TailKeys(tails);
+    walk(view, frames, Level::at(state), &keys, &mut accepted, &mut dependent, None);
+    let mut outcome = vec![TAIL_REJECTED; keys.count()];
+    accepted.iter().for_each(|&k| outcome[k as usize] = TAIL_ACCEPTED);
+    dependent.iter().for_each(|&k| outcome[k as usize] = TAIL_DEPENDENT);
+    outcome
+}
+
 /// The classification walk over the keys of `trie` (the sorted vocabulary, a part of
 /// it, or tails read after [`Trie::OFFSET`] bytes): pushes the ids of the accepted
-/// tokens and the sorted-vocabulary positions of the context-dependent ones.
+/// tokens and the sorted-vocabulary positions of the context-dependent ones. With a
+/// `shortcut` (only for the rest of a slicing), tokens whose safe run reaches its
+/// state are classified by their tails.
 fn walk<T: Trie>(
     view: &View<'_>,
     frames: &mut Frames,
@@ -391,6 +451,7 @@ fn walk<T: Trie>(
     trie: &T,
     accepted: &mut Vec<u32>,
     dependent: &mut Vec<u32>,
+    shortcut: Option<&RunShortcut<'_>>,
 ) {
     let n = trie.count();
     // levels[d]: where the walk is after the first d bytes of the current token.
@@ -402,6 +463,7 @@ fn walk<T: Trie>(
         let shared = trie.shared(k).min(depth);
         depth = shared;
         let mut refused_at = None;
+        let mut stopped = false;
         // The current level stays in registers; `levels` is only written.
         let mut current = levels[shared];
         for (d, &b) in bytes.iter().enumerate().skip(shared) {
@@ -414,12 +476,29 @@ fn walk<T: Trie>(
                         levels[d + 1] = entry;
                     }
                     depth = d + 1;
+                    if shortcut.is_some_and(|sc| sc.stops(entry, k, bytes, d + 1)) {
+                        stopped = true;
+                        break;
+                    }
                 }
                 Err(open) => {
                     refused_at = Some((d, open));
                     break;
                 }
             }
+        }
+        if let (true, Some(sc)) = (stopped, shortcut) {
+            // Every token sharing these bytes has a safe run at least as long.
+            let end = trie.skip(k, depth);
+            for j in k..end {
+                match sc.outcome[sc.tails[j] as usize] {
+                    TAIL_ACCEPTED => trie.accepted(j, accepted),
+                    TAIL_DEPENDENT => trie.dependent(j, j + 1, dependent),
+                    _ => {}
+                }
+            }
+            k = end;
+            continue;
         }
         match refused_at {
             Some((d, open)) => {

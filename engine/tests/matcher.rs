@@ -598,6 +598,14 @@ fn string_vocab() -> Vocabulary {
         "a😀",
         "\"a\",\"b",
         "\"b\":",
+        "zz\":\"",
+        "zz\": 1",
+        "q\":{",
+        "é\":[",
+        "zz\",",
+        "nam\":",
+        "zz\":tx",
+        "q\":{]",
     ] {
         tokens.push(t.as_bytes().to_vec());
     }
@@ -627,6 +635,26 @@ fn vocabulary_slices_change_speed_never_answers() {
     let plain =
         Compiler::new(&v).with_config(config).compile_json_schema(schema, &options).unwrap();
     masked_walks_agree(&[cached, plain], 0x2545_F491_4F6C_DD1D, 60, 80, || {});
+}
+
+/// Object keys that are known names or any other string: inside a key, a token's safe
+/// run may follow a known name for a while or leave for the other keys at once; tokens
+/// whose run reaches the other keys' string are classified by their tails.
+#[test]
+fn known_and_other_keys_give_the_same_masks() {
+    let v = string_vocab();
+    let schema = r#"{"type": "object", "properties": {
+        "name": {"type": "string"},
+        "b": {"type": "string", "minLength": 1},
+        "bbb": {"type": "integer"},
+        "xx": {"type": "array", "items": {"type": "string", "minLength": 2}}
+    }, "required": ["name"]}"#;
+    let options = grammask_syntax::JsonSchemaOptions::default();
+    let cached = Compiler::new(&v).compile_json_schema(schema, &options).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain =
+        Compiler::new(&v).with_config(config).compile_json_schema(schema, &options).unwrap();
+    masked_walks_agree(&[cached, plain], 0x51AF_D7ED_558C_CD3B, 80, 60, || {});
 }
 
 /// Fifteen alternatives that read the same prefix and then each an unanchored pattern
