@@ -22,6 +22,27 @@ impl ByteSet {
         self.0[(b >> 6) as usize] & (1 << (b & 63)) != 0
     }
 
+    /// Whether `self` and `other` share a byte.
+    #[inline]
+    pub(crate) fn intersects(&self, other: &ByteSet) -> bool {
+        self.0.iter().zip(other.0).any(|(a, b)| a & b != 0)
+    }
+
+    /// The bytes of the inclusive ranges.
+    pub(crate) const fn of_ranges(ranges: &[(u8, u8)]) -> ByteSet {
+        let mut words = [0u64; 4];
+        let mut i = 0;
+        while i < ranges.len() {
+            let mut b = ranges[i].0 as usize;
+            while b <= ranges[i].1 as usize {
+                words[b >> 6] |= 1 << (b & 63);
+                b += 1;
+            }
+            i += 1;
+        }
+        ByteSet(words)
+    }
+
     /// Adds `other`; whether anything was new.
     fn union(&mut self, other: &ByteSet) -> bool {
         let mut changed = false;
@@ -104,6 +125,13 @@ pub(crate) struct RuleExits {
 }
 
 impl RuleExits {
+    /// Whether some byte of `bytes` is an exit byte of `state`.
+    #[inline]
+    pub(crate) fn any_of(&self, state: StateId, bytes: &ByteSet) -> bool {
+        let slot = self.slot[state.index()];
+        slot != CLOSED && self.sets[slot as usize].intersects(bytes)
+    }
+
     /// Whether `byte` is an exit byte of `state`.
     #[inline]
     pub(crate) fn contains(&self, state: StateId, byte: u8) -> bool {

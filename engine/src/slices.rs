@@ -29,11 +29,19 @@
 //! character and one for all others, kept with the slicing). Any other position (outside
 //! strings, narrower alphabets) walks the whole vocabulary.
 //!
+//! The tokens of the rest that start with safe characters are kept again by *tail*, what
+//! follows their longest run of whole safe characters ([`Tails`]). From a position
+//! where every safe run leads to one state that reads them all back to itself
+//! ([`safe_run_target`]) only the tails are walked, from that state; where such a state
+//! is only reachable ([`safe_loop_state`]), a walk over the rest takes a token's tail
+//! from there once its run reaches it.
+//!
 //! Slicings are vocabulary-level data, like the sorted vocabulary: built on first use for
 //! a vocabulary (5-9 ms for Llama-3's 128k tokens) and kept while the vocabulary
 //! lives, in a registry of one entry per live vocabulary ([`slicing_for`]).
 
 use crate::automaton::Dfa;
+use crate::follow::{ByteSet, RuleExits};
 use crate::ids::StateId;
 use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
 use std::collections::HashMap;
@@ -830,10 +838,15 @@ pub(crate) fn slicing_for(vocab: &Arc<Vocabulary>) -> Arc<Slicing> {
 /// Small sorted sets of states.
 type StateSet = smallvec::SmallVec<[StateId; 4]>;
 
-/// Whether the matcher could leave the automaton's path at `state` (as in
-/// [`crate::token_cache`]).
-fn is_open(dfa: &Dfa, state: StateId) -> bool {
-    dfa.is_accepting(state) || !dfa.calls(state).is_empty()
+/// Every byte of a safe character: the safe ASCII ones, the leads and the continuations.
+const SAFE_BYTES: ByteSet =
+    ByteSet::of_ranges(&[(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0xBF), (0xC2, 0xF4)]);
+
+/// Whether the matcher could leave the automaton's path at `state` while reading a safe
+/// character: `state` has an exit byte ([`RuleExits`]) among their bytes (a classification
+/// walk then marks the token context-dependent, see [`crate::token_cache`]).
+fn is_open(exits: &RuleExits, state: StateId) -> bool {
+    exits.any_of(state, &SAFE_BYTES)
 }
 
 /// One character read from a set of states.
@@ -875,7 +888,13 @@ fn compute_class_reps(dfa: &Dfa) -> ClassReps {
 /// Reads one safe character from every state of `from`. With a `reference` state
 /// (the one [`Excluded`] was read at), only the characters the reference reads, and each
 /// state must refuse the others as the reference does (at the same byte).
-fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet, reference: Option<StateId>) -> CharStep {
+fn step_char(
+    dfa: &Dfa,
+    exits: &RuleExits,
+    reps: &ClassReps,
+    from: &StateSet,
+    reference: Option<StateId>,
+) -> CharStep {
     let mut out = StateSet::new();
     // (state, reference state): the reference is `from`'s own state when there is none.
     let mut frontier: smallvec::SmallVec<[(StateId, StateId); 4]> = smallvec::SmallVec::new();
@@ -905,7 +924,7 @@ fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet, reference: Option<Sta
             if next.len() > MAX_LEVEL_STATES {
                 return CharStep { next: None, open: true };
             }
-            open |= next.iter().any(|&(t, _)| is_open(dfa, t));
+            open |= next.iter().any(|&(t, _)| is_open(exits, t));
             std::mem::swap(&mut frontier, &mut next);
         }
         out.extend(frontier.iter().map(|&(t, _)| t));
@@ -920,14 +939,14 @@ fn step_char(dfa: &Dfa, reps: &ClassReps, from: &StateSet, reference: Option<Sta
 /// character back to itself, with no open state ([`is_open`]) on the way or at `state`.
 /// Any token that starts with a safe run then goes from `state` where its tail goes
 /// from `t` ([`Tails`]).
-pub(crate) fn safe_run_target(dfa: &Dfa, state: StateId) -> Option<StateId> {
-    if is_open(dfa, state) {
+pub(crate) fn safe_run_target(dfa: &Dfa, exits: &RuleExits, state: StateId) -> Option<StateId> {
+    if is_open(exits, state) {
         return None;
     }
     let reps = class_reps(dfa);
     let one = |s: StateId| {
         let from: StateSet = smallvec::smallvec![s];
-        let step = step_char(dfa, reps, &from, None);
+        let step = step_char(dfa, exits, reps, &from, None);
         match step.next.as_deref() {
             Some(&[t]) if !step.open => Some(t),
             _ => None,
@@ -943,16 +962,16 @@ pub(crate) fn safe_run_target(dfa: &Dfa, state: StateId) -> Option<StateId> {
 /// that gets there at the end of a safe run goes on as the token's tail does from there.
 /// The strings of object keys that are either known names or any others have one: the
 /// state of the other keys.
-pub(crate) fn safe_loop_state(dfa: &Dfa, state: StateId) -> Option<StateId> {
+pub(crate) fn safe_loop_state(dfa: &Dfa, exits: &RuleExits, state: StateId) -> Option<StateId> {
     let reps = class_reps(dfa);
     let mut seen: StateSet = smallvec::smallvec![state];
     let mut i = 0;
     while i < seen.len().min(MAX_LEVEL_STATES) {
         let s = seen[i];
         let from: StateSet = smallvec::smallvec![s];
-        let step = step_char(dfa, reps, &from, None);
+        let step = step_char(dfa, exits, reps, &from, None);
         if let Some(next) = step.next {
-            if !step.open && !is_open(dfa, s) && next.as_slice() == [s] {
+            if !step.open && !is_open(exits, s) && next.as_slice() == [s] {
                 return Some(s);
             }
             for t in next {
@@ -1022,19 +1041,20 @@ const UNBOUNDED_DEPTH: u32 = u32::MAX - 1;
 /// depth is 0 when a state on the way is open.
 pub(crate) fn safe_depth(
     dfa: &Dfa,
+    exits: &RuleExits,
     state: StateId,
     cap: usize,
     memo: &[AtomicU32],
     excluded: &Excluded,
 ) -> SafeDepth {
     if excluded.is_empty() {
-        return search_depth(dfa, state, cap, memo, None).0;
+        return search_depth(dfa, exits, state, cap, memo, None).0;
     }
     // A token holding an excluded character is rejected where it meets it only if no
     // state on the way could leave the automaton. The memo is for runs of every safe
     // character.
-    let (found, open) = search_depth(dfa, state, cap, &[], Some(state));
-    if open || is_open(dfa, state) {
+    let (found, open) = search_depth(dfa, exits, state, cap, &[], Some(state));
+    if open || is_open(exits, state) {
         return SafeDepth { depth: 0, rejects_longer: false };
     }
     found
@@ -1045,6 +1065,7 @@ pub(crate) fn safe_depth(
 /// was open.
 fn search_depth(
     dfa: &Dfa,
+    exits: &RuleExits,
     state: StateId,
     cap: usize,
     memo: &[AtomicU32],
@@ -1076,7 +1097,7 @@ fn search_depth(
                 m => break cap.min(depth + m as usize),
             }
         }
-        let step = step_char(dfa, reps, &layer, reference);
+        let step = step_char(dfa, exits, reps, &layer, reference);
         let Some(next) = step.next else {
             if run.is_empty() {
                 let rejects_longer =

@@ -329,18 +329,15 @@ pub(crate) fn classify(
         }
     };
     let dfa = view.dfa;
-    let sliced_state = state.and_then(|s| {
-        let excluded = Excluded::at(dfa, s)?;
-        (safe_depth(dfa, s, 1, &[], &excluded).depth > 0).then_some((s, excluded))
-    });
-    let slices = sliced_state.and_then(|(state, excluded)| {
+    let slices = state.and_then(|state| {
+        let excluded = Excluded::at(dfa, state)?;
         let slicing = slicing();
-        let depth = safe_depth(dfa, state, slicing.depth_cap(), safe_memo, &excluded);
+        let depth = safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
         // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
         let union = if covered == 0 { None } else { slicing.union_without(covered, &excluded) }?;
         let run_target = (covered == EXACT + 1 && excluded.is_empty())
-            .then(|| safe_run_target(dfa, state))
+            .then(|| safe_run_target(dfa, view.exits, state))
             .flatten();
         Some((slicing, depth, covered, union, run_target))
     });
@@ -363,11 +360,12 @@ pub(crate) fn classify(
                 0
             };
             let (rest, runs, tails) = slicing.rest_with_tails();
-            let shortcut = state.and_then(|s| safe_loop_state(dfa, s)).map(|loop_state| {
-                let outcome =
-                    tail_outcomes(&view, &mut frames, loop_state, slicing.rest_by_tails().1);
-                RunShortcut { state: loop_state, outcome, runs, tails }
-            });
+            let shortcut =
+                state.and_then(|s| safe_loop_state(dfa, view.exits, s)).map(|loop_state| {
+                    let outcome =
+                        tail_outcomes(&view, &mut frames, loop_state, slicing.rest_by_tails().1);
+                    RunShortcut { state: loop_state, outcome, runs, tails }
+                });
             for part in parts.skip(skip) {
                 let shortcut = shortcut.as_ref().filter(|_| std::ptr::eq(part, rest));
                 walk(&view, &mut frames, level, part, &mut accepted, &mut dependent, shortcut);
