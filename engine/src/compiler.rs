@@ -419,7 +419,7 @@ pub struct CompiledGrammar {
     /// The context-dependent tokens of a position classified once more with the return
     /// positions below it, by the frames' global state indices, top first
     /// ([`ParentMask`]; unused slots `u32::MAX`).
-    parent_cache: Mutex<HashMap<[u32; 3], ParentSlot>>,
+    parent_cache: Mutex<HashMap<[u32; 3], Arc<ParentMask>>>,
     /// Per rule: whether the cache walks tokens through its calls ([`View::through`]).
     through: Vec<bool>,
     /// Classifications of positions inside rules walked through, with their return
@@ -433,18 +433,6 @@ pub struct CompiledGrammar {
 /// positions (long `maxLength` strings, where tens of thousands of tokens may end the
 /// string) it costs more than the walks it would spare.
 const MAX_PARENT_DEPENDENT: usize = 8_192;
-
-/// The visit of a pair of positions at which it is classified one frame deeper.
-const PARENT_AFTER_VISITS: u32 = 3;
-
-/// A pair of positions in [`CompiledGrammar::parent_mask`]'s cache.
-#[derive(Debug)]
-enum ParentSlot {
-    /// Asked for this many times.
-    Seen(u32),
-    /// Classified.
-    Ready(Arc<ParentMask>),
-}
 
 impl CompiledGrammar {
     fn assemble(
@@ -653,13 +641,9 @@ impl CompiledGrammar {
     /// The context-dependent tokens `dependent` of the top of `frames` (its cache entry's,
     /// or its through entry's) classified with the return positions below it, `frames`
     /// bottom first: one ([`ParentMask`]), or two for a position inside a rule walked
-    /// through ([`CompiledGrammar::through_mask`]). From the [`PARENT_AFTER_VISITS`]-th
-    /// time the frames are asked for (`None` before: frames met
-    /// once or twice, as on most steps of a first walk through a grammar, costs walks
-    /// against the real stack, which skip the tokens other stacks accepted, not a
-    /// classification that cannot). `None` as well for more than
-    /// [`MAX_PARENT_DEPENDENT`] tokens, and past the cache's memory bound: the walk
-    /// against the stack gives the same answers.
+    /// through ([`CompiledGrammar::through_mask`]), from the first time the frames are
+    /// asked for. `None` for more than [`MAX_PARENT_DEPENDENT`] tokens, and past the
+    /// cache's memory bound: the walk against the stack gives the same answers.
     pub(crate) fn parent_mask(
         &self,
         frames: &[Position],
@@ -673,38 +657,21 @@ impl CompiledGrammar {
             *k = self.global_index(position);
         }
         let lock = || self.parent_cache.lock().unwrap_or_else(PoisonError::into_inner);
-        let visits = {
-            let mut cache = lock();
-            match cache.get_mut(&key) {
-                Some(ParentSlot::Ready(stored)) => return Ok(Some(stored.clone())),
-                Some(ParentSlot::Seen(n)) => {
-                    *n += 1;
-                    *n
-                }
-                None => {
-                    drop(cache);
-                    if self.reserve(std::mem::size_of::<([u32; 3], ParentSlot)>()) {
-                        lock().entry(key).or_insert(ParentSlot::Seen(1));
-                    }
-                    1
-                }
-            }
-        };
-        if visits < PARENT_AFTER_VISITS {
-            return Ok(None);
+        if let Some(stored) = lock().get(&key) {
+            return Ok(Some(stored.clone()));
         }
         let computed = Arc::new(crate::mask::classify_below(self, frames, dependent)?);
-        let bytes = computed.memory();
+        let bytes = computed.memory() + std::mem::size_of::<([u32; 3], Arc<ParentMask>)>();
         if !self.reserve(bytes) {
             return Ok(None);
         }
         let mut cache = lock();
-        if let Some(ParentSlot::Ready(stored)) = cache.get(&key) {
+        if let Some(stored) = cache.get(&key) {
             // Another thread stored the same entry first: give the reservation back.
             self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
             return Ok(Some(stored.clone()));
         }
-        cache.insert(key, ParentSlot::Ready(computed.clone()));
+        cache.insert(key, computed.clone());
         Ok(Some(computed))
     }
 

@@ -7,8 +7,8 @@
 //!
 //! With the adaptive token mask cache on (the default), the walk only visits the
 //! context-dependent tokens of each stack's position ([`crate::token_cache`]); the rest
-//! come from the cache. A position met often under the same return position has those
-//! tokens classified once more with it ([`crate::token_cache::ParentMask`]), and the walk
+//! come from the cache. A position under a return position has those tokens classified
+//! once more with it ([`crate::token_cache::ParentMask`]), and the walk
 //! then visits only the ones that may return below it. A position inside a leaf rule
 //! that the cache walks through ([`crate::token_cache::View`]) is classified with its
 //! return position from the first visit.
