@@ -291,7 +291,7 @@ fn mask_cache_changes_speed_never_answers() {
     // A cache bounded to a quarter of what the walks fill: past the bound entries are
     // computed, not kept.
     let seed = 0x9E37_79B9_7F4A_7C15;
-    masked_walks_agree(&[cached.clone()], seed, 40, 30, || {});
+    masked_walks_agree(std::slice::from_ref(&cached), seed, 40, 30, || {});
     let bound = cached.mask_cache_memory() / 4;
     let limits = grammask_engine::Limits { max_mask_cache_bytes: bound, ..Default::default() };
     let config = grammask_engine::CompilerConfig { limits, ..Default::default() };
