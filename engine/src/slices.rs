@@ -912,7 +912,11 @@ fn step_char(
                     let expected = if reference.is_some() { dfa.next(r, b) } else { Some(r) };
                     match (t, expected) {
                         (Some(t), Some(u)) => {
-                            next.push((t, if reference.is_some() { u } else { t }))
+                            let pair = (t, if reference.is_some() { u } else { t });
+                            // Most bytes of a range go to one state: skip repeats early.
+                            if next.last() != Some(&pair) {
+                                next.push(pair);
+                            }
                         }
                         (None, None) => {}
                         _ => return CharStep { next: None, open },
