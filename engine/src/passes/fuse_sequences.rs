@@ -18,12 +18,20 @@ pub fn fuse_sequences(mut grammar: Grammar) -> Grammar {
 fn fuse(expr: Expr) -> Expr {
     match expr {
         Expr::Seq(items) => {
+            // In place (the vector's allocation is reused) when nothing is to flatten,
+            // drop or fuse, as in most sequences once their items are done.
+            let items: Vec<Expr> = items.into_iter().map(fuse).collect();
+            let unchanged = !items.iter().any(|i| matches!(i, Expr::Seq(_) | Expr::Empty))
+                && !items.windows(2).any(|w| matches!(w, [Expr::Bytes(_), Expr::Bytes(_)]));
+            if unchanged {
+                return Expr::seq(items);
+            }
             let mut out: Vec<Expr> = Vec::with_capacity(items.len());
             let push = |out: &mut Vec<Expr>, part: Expr| match (out.last_mut(), part) {
                 (Some(Expr::Bytes(prev)), Expr::Bytes(next)) => prev.extend(next),
                 (_, part) => out.push(part),
             };
-            for item in items.into_iter().map(fuse) {
+            for item in items {
                 match item {
                     Expr::Seq(inner) => inner.into_iter().for_each(|part| push(&mut out, part)),
                     Expr::Empty => {}
@@ -33,8 +41,12 @@ fn fuse(expr: Expr) -> Expr {
             Expr::seq(out)
         }
         Expr::Choice(items) => {
+            let items: Vec<Expr> = items.into_iter().map(fuse).collect();
+            if !items.iter().any(|i| matches!(i, Expr::Choice(_))) {
+                return Expr::choice(items);
+            }
             let mut out = Vec::with_capacity(items.len());
-            for item in items.into_iter().map(fuse) {
+            for item in items {
                 match item {
                     Expr::Choice(inner) => out.extend(inner),
                     other => out.push(other),
