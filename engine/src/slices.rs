@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// Slices of exactly 1..=`EXACT` safe characters; longer safe runs share one last slice.
-pub(crate) const EXACT: usize = 15;
+pub(crate) const EXACT: usize = 31;
 
 /// Layers of [`safe_depth`] larger than this end the search (no slice is used past the
 /// depth reached so far).
@@ -1221,22 +1221,19 @@ mod tests {
 
     #[test]
     fn slicing_sizes_and_registry() {
-        let tokens: Vec<Vec<u8>> = ["a", "ab", "\"", "a\"", "é", "abcdefghijklmnopqrstu"]
-            .iter()
-            .map(|t| t.as_bytes().to_vec())
-            .collect();
+        let long = "abcdefghijklmnopqrstuvwxyzabcdefghijk";
+        let tokens: Vec<Vec<u8>> =
+            ["a", "ab", "\"", "a\"", "é", long].iter().map(|t| t.as_bytes().to_vec()).collect();
         let v = Arc::new(Vocabulary::from_byte_tokens(tokens, &[], &[], None).unwrap());
         let s = slicing_for(&v);
         assert!(Arc::ptr_eq(&s, &slicing_for(&v)), "one slicing per vocabulary");
         assert_eq!(s.rest.count(), 2);
         assert_eq!((s.slices[0].count(), s.slices[1].count(), s.slices[EXACT].count()), (2, 1, 1));
-        assert_eq!(s.depth_cap(), 21);
-        assert_eq!((s.covered(3), s.covered(20), s.covered(21)), (3, EXACT, EXACT + 1));
+        assert_eq!(s.depth_cap(), 37);
+        assert_eq!((s.covered(3), s.covered(36), s.covered(37)), (3, EXACT, EXACT + 1));
         let words = bitmask_len(v.vocab_size());
         // 20 bytes per token and its bytes, 4 per part (its `starts` end).
         let parts = (EXACT + 2) * 4;
-        // The unions, then one bitmask per safe ASCII character (93) and one for the
-        // others.
         // The rest again: `"` heads it, `a"` has the tail `"` (one key, one token).
         let (head, tails) = s.rest_by_tails();
         assert_eq!((head.count(), head.bytes(0)), (1, &b"\""[..]));
@@ -1244,9 +1241,11 @@ mod tests {
         // Each as a part of one token of one byte; the tails add their `members`, and
         // each token of the rest its run length and tail.
         let by_tails = 2 * (20 + 1 + 4) + 2 * 4 + 2 * 8;
+        // Then the unions, one bitmask per safe ASCII character (93) and one for the
+        // others.
         assert_eq!(
             s.memory(),
-            20 * 6 + 29 + parts + by_tails + (EXACT + 1) * words * 4 + 94 * words * 4
+            20 * 6 + 45 + parts + by_tails + (EXACT + 1) * words * 4 + 94 * words * 4
         );
         let prepared =
             Arc::new(Vocabulary::from_byte_tokens(vec![b"y".to_vec()], &[], &[], None).unwrap());
