@@ -34,7 +34,9 @@
 //! where every safe run leads to one state that reads them all back to itself
 //! ([`safe_run_target`]) only the tails are walked, from that state; where such a state
 //! is only reachable ([`safe_loop_state`]), a walk over the rest takes a token's tail
-//! from there once its run reaches it.
+//! from there once its run reaches it. In a string of bounded length, where every run of
+//! `r` characters leads to one state ([`run_layers`]), the tails are kept by run length
+//! too and each group is walked from the state after its run.
 //!
 //! Slicings are vocabulary-level data, like the sorted vocabulary: built on first use for
 //! a vocabulary (5-9 ms for Llama-3's 128k tokens) and kept while the vocabulary
@@ -563,22 +565,28 @@ impl Trie for TailKeys<'_> {
 /// Marks a token of the rest without a tail (it starts with no safe character).
 pub(crate) const NO_TAIL: u32 = u32::MAX;
 
-/// The length of the longest run of whole safe characters `bytes` starts with.
-fn safe_run_len(bytes: &[u8]) -> usize {
-    let mut i = 0;
+/// The longest run of whole safe characters `bytes` starts with: its length in bytes
+/// and in characters.
+fn safe_run(bytes: &[u8]) -> (usize, usize) {
+    let (mut i, mut chars) = (0, 0);
     'chars: while i < bytes.len() {
         for seq in SAFE_CHARS {
             let fits = seq.len() <= bytes.len() - i
                 && seq.iter().zip(&bytes[i..]).all(|(&(lo, hi), b)| (lo..=hi).contains(b));
             if fits {
                 i += seq.len();
+                chars += 1;
                 continue 'chars;
             }
         }
         break;
     }
-    i
+    (i, chars)
 }
+
+/// Runs of up to this many characters have their tails kept by run length
+/// ([`Slicing::rest_by_run`]); Llama-3 has 107 tokens of the rest with longer ones.
+pub(crate) const RUN_LAYERS: usize = 8;
 
 /// A vocabulary split into slices of safe runs and the rest; see the module
 /// documentation.
@@ -597,6 +605,11 @@ pub(crate) struct Slicing {
     rest_runs: Vec<u32>,
     /// Per token of `rest`: its tail in `tails` ([`NO_TAIL`] for those of `head`).
     rest_tails: Vec<u32>,
+    /// `by_run[r - 1]`: the tails of the tokens of `tails` whose run is `r` characters
+    /// long, for `r` up to [`RUN_LAYERS`].
+    by_run: Vec<Tails>,
+    /// The tokens of `tails` with longer runs.
+    long_runs: Part,
     /// `union[m - 1]`: the bitmask (over token ids) of the tokens of `slices[..m]`.
     union: Vec<Arc<Vec<u32>>>,
     /// The safe depth that covers every slice: at least `EXACT + 1`, and the character
@@ -661,12 +674,18 @@ impl Slicing {
         }
         let slices = members.into_iter().map(|m| Part::build(sorted, m)).collect();
         let (mut head, mut tailed, mut rest_runs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut by_run = vec![Vec::new(); RUN_LAYERS];
+        let mut long_runs = Vec::new();
         for &p in &rest {
-            let run = safe_run_len(sorted.bytes(p as usize));
+            let (run, chars) = safe_run(sorted.bytes(p as usize));
             rest_runs.push(run as u32);
-            match run {
+            match chars {
                 0 => head.push(p),
-                run => tailed.push((p, run)),
+                1..=RUN_LAYERS => by_run[chars - 1].push((p, run)),
+                _ => long_runs.push(p),
+            }
+            if chars > 0 {
+                tailed.push((p, run));
             }
         }
         let tails = Tails::build(sorted, &tailed);
@@ -683,6 +702,8 @@ impl Slicing {
             tails,
             rest_runs,
             rest_tails,
+            by_run: by_run.iter().map(|tokens| Tails::build(sorted, tokens)).collect(),
+            long_runs: Part::build(sorted, long_runs),
             union,
             covers_all,
             contains,
@@ -793,6 +814,13 @@ impl Slicing {
         (&self.rest, &self.rest_runs, &self.rest_tails)
     }
 
+    /// The rest as its tokens that do not start with a safe character, those whose safe
+    /// run is longer than [`RUN_LAYERS`] characters, and the tails of the others by run
+    /// length: to walk instead of the rest from a state with [`run_layers`].
+    pub(crate) fn rest_by_run(&self) -> (&Part, &Part, &[Tails]) {
+        (&self.head, &self.long_runs, &self.by_run)
+    }
+
     /// The number of slices after the first `m`.
     pub(crate) fn slices_after(&self, m: usize) -> usize {
         self.slices.len() - m
@@ -808,6 +836,8 @@ impl Slicing {
             + self.head.memory()
             + self.tails.memory()
             + (self.rest_runs.len() + self.rest_tails.len()) * 4
+            + self.by_run.iter().map(Tails::memory).sum::<usize>()
+            + self.long_runs.memory()
             + self.union.iter().map(|u| u.len() * 4).sum::<usize>()
             + self.contains.iter().map(|c| c.len() * 4).sum::<usize>()
             + self.contains_non_ascii.len() * 4
@@ -987,6 +1017,30 @@ pub(crate) fn safe_loop_state(dfa: &Dfa, exits: &RuleExits, state: StateId) -> O
         i += 1;
     }
     None
+}
+
+/// The states after 1, 2, ..., `n` safe characters from `state`, when each is one state
+/// whatever the characters, with no open state on the way: a token whose safe run is
+/// `r <= n` characters long then goes on from the `r`-th as its tail does (strings of
+/// bounded length, where no state reads the characters back to itself).
+pub(crate) fn run_layers(
+    dfa: &Dfa,
+    exits: &RuleExits,
+    state: StateId,
+    n: usize,
+) -> Option<smallvec::SmallVec<[StateId; RUN_LAYERS]>> {
+    let reps = class_reps(dfa);
+    let mut layers = smallvec::SmallVec::new();
+    let mut from: StateSet = smallvec::smallvec![state];
+    for _ in 0..n {
+        let step = step_char(dfa, exits, reps, &from, None);
+        match step.next.as_deref() {
+            Some(&[t]) if !step.open => layers.push(t),
+            _ => return None,
+        }
+        from = step.next?;
+    }
+    Some(layers)
 }
 
 /// Whether every state of `set` refuses the first byte of every safe character.
@@ -1187,11 +1241,11 @@ mod tests {
 
     #[test]
     fn tails_group_the_tokens_after_safe_runs() {
-        assert_eq!(safe_run_len(b"abc\","), 3);
-        assert_eq!(safe_run_len("é\n".as_bytes()), 2);
-        assert_eq!(safe_run_len(b"\"a"), 0);
+        assert_eq!(safe_run(b"abc\","), (3, 3));
+        assert_eq!(safe_run("é\n".as_bytes()), (2, 1));
+        assert_eq!(safe_run(b"\"a"), (0, 0));
         // An incomplete character is not part of the run.
-        assert_eq!(safe_run_len(&[b'a', 0xE2, 0x80]), 1);
+        assert_eq!(safe_run(&[b'a', 0xE2, 0x80]), (1, 1));
         let tokens: Vec<Vec<u8>> = ["x\",", "yz\",", "x\"}", "a\\n", "\"", "q"]
             .iter()
             .map(|t| t.as_bytes().to_vec())
@@ -1199,7 +1253,7 @@ mod tests {
         let v = Vocabulary::from_byte_tokens(tokens, &[], &[], None).unwrap();
         let sorted = v.sorted();
         let tailed: Vec<(u32, usize)> = (0..sorted.len() as u32)
-            .filter_map(|p| match safe_run_len(sorted.bytes(p as usize)) {
+            .filter_map(|p| match safe_run(sorted.bytes(p as usize)).0 {
                 0 => None,
                 run if run == sorted.bytes(p as usize).len() => None,
                 run => Some((p, run)),
@@ -1241,11 +1295,14 @@ mod tests {
         // Each as a part of one token of one byte; the tails add their `members`, and
         // each token of the rest its run length and tail.
         let by_tails = 2 * (20 + 1 + 4) + 2 * 4 + 2 * 8;
+        // By run length: `a"` again (a run of one), seven empty tails (4 bytes for each
+        // of their two ends) and an empty part of long runs.
+        let by_run = (20 + 1 + 4 + 8) + (RUN_LAYERS - 1) * 8 + 4;
         // Then the unions, one bitmask per safe ASCII character (93) and one for the
         // others.
         assert_eq!(
             s.memory(),
-            20 * 6 + 45 + parts + by_tails + (EXACT + 1) * words * 4 + 94 * words * 4
+            20 * 6 + 45 + parts + by_tails + by_run + (EXACT + 1) * words * 4 + 94 * words * 4
         );
         let prepared =
             Arc::new(Vocabulary::from_byte_tokens(vec![b"y".to_vec()], &[], &[], None).unwrap());

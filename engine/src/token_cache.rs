@@ -27,7 +27,8 @@ use crate::automaton::Dfa;
 use crate::follow::RuleExits;
 use crate::ids::StateId;
 use crate::slices::{
-    safe_depth, safe_loop_state, safe_run_target, Excluded, Slicing, TailKeys, Trie, EXACT,
+    run_layers, safe_depth, safe_loop_state, safe_run_target, Excluded, Slicing, TailKeys, Trie,
+    EXACT, RUN_LAYERS,
 };
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
 use std::sync::atomic::AtomicU32;
@@ -339,9 +340,9 @@ pub(crate) fn classify(
         let run_target = (covered == EXACT + 1 && excluded.is_empty())
             .then(|| safe_run_target(dfa, view.exits, state))
             .flatten();
-        Some((slicing, depth, covered, union, run_target))
+        Some((slicing, depth, covered, union, run_target, excluded.is_empty()))
     });
-    if let Some((slicing, depth, covered, union, run_target)) = slices {
+    if let Some((slicing, depth, covered, union, run_target, every_char)) = slices {
         if let Some(target) = run_target {
             // Every slice is accepted; a token of the rest that starts with safe
             // characters goes where its tail goes from `target`.
@@ -360,15 +361,33 @@ pub(crate) fn classify(
                 0
             };
             let (rest, runs, tails) = slicing.rest_with_tails();
-            let shortcut =
-                state.and_then(|s| safe_loop_state(dfa, view.exits, s)).map(|loop_state| {
-                    let outcome =
-                        tail_outcomes(&view, &mut frames, loop_state, slicing.rest_by_tails().1);
-                    RunShortcut { state: loop_state, outcome, runs, tails }
-                });
+            // A string of bounded length: the tails by run length, each from the state
+            // after its run.
+            let layers = every_char
+                .then(|| state.and_then(|s| run_layers(dfa, view.exits, s, RUN_LAYERS)))
+                .flatten();
+            let shortcut = match layers {
+                Some(_) => None,
+                None => state.and_then(|s| safe_loop_state(dfa, view.exits, s)).map(|g| {
+                    let outcome = tail_outcomes(&view, &mut frames, g, slicing.rest_by_tails().1);
+                    RunShortcut { state: g, outcome, runs, tails }
+                }),
+            };
             for part in parts.skip(skip) {
+                if layers.is_some() && std::ptr::eq(part, rest) {
+                    continue;
+                }
                 let shortcut = shortcut.as_ref().filter(|_| std::ptr::eq(part, rest));
                 walk(&view, &mut frames, level, part, &mut accepted, &mut dependent, shortcut);
+            }
+            if let Some(layers) = layers {
+                let (head, long, by_run) = slicing.rest_by_run();
+                walk(&view, &mut frames, level, head, &mut accepted, &mut dependent, None);
+                walk(&view, &mut frames, level, long, &mut accepted, &mut dependent, None);
+                for (&after, tails) in layers.iter().zip(by_run) {
+                    let at = Level::at(after);
+                    walk(&view, &mut frames, at, tails, &mut accepted, &mut dependent, None);
+                }
             }
         }
         dependent.sort_unstable();
