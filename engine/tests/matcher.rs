@@ -49,6 +49,23 @@ fn vocab() -> Vocabulary {
     Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], Some(40)).unwrap()
 }
 
+/// `grammar` compiled for `v` with the mask cache and without it.
+fn cached_and_plain(
+    v: &Vocabulary,
+    grammar: &Grammar,
+) -> [Arc<grammask_engine::CompiledGrammar>; 2] {
+    let cached = Compiler::new(v).compile_grammar(grammar).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    [cached, Compiler::new(v).with_config(config).compile_grammar(grammar).unwrap()]
+}
+
+/// The grammar of a JSON Schema (default options).
+fn schema_grammar(schema: &str) -> Grammar {
+    let schema: serde_json::Value = serde_json::from_str(schema).unwrap();
+    let options = grammask_syntax::JsonSchemaOptions::default();
+    grammask_syntax::json_schema_to_grammar(&schema, &options).unwrap().grammar
+}
+
 fn mask_of(m: &Matcher) -> Vec<u32> {
     let size = m.grammar().vocabulary().vocab_size();
     let mut mask = vec![0u32; bitmask_len(size)];
@@ -445,9 +462,7 @@ fn strings_without_some_characters_give_the_same_masks() {
         "s": {"type": "string", "pattern": "^[ -~]*$"}},
         "required": ["p", "q", "r", "s"], "additionalProperties": false});
     let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
-    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
-    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
-    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    let [cached, plain] = cached_and_plain(&v, &grammar);
     masked_walks_agree(&[cached.clone(), plain], 0x3C6E_F372_FE94_F82B, 120, 40, || {});
     let mut m = Matcher::new(cached);
     m.accept_string("{\"p\":\"ab").unwrap();
@@ -633,12 +648,8 @@ fn vocabulary_slices_change_speed_never_answers() {
         "d": {"type": "string", "maxLength": 45},
         "a": {"type": "array", "items": {"type": "string"}}
     }, "required": ["name", "b", "c", "x", "d", "a"], "additionalProperties": false}"#;
-    let options = grammask_syntax::JsonSchemaOptions::default();
-    let cached = Compiler::new(&v).compile_json_schema(schema, &options).unwrap();
-    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
-    let plain =
-        Compiler::new(&v).with_config(config).compile_json_schema(schema, &options).unwrap();
-    masked_walks_agree(&[cached, plain], 0x2545_F491_4F6C_DD1D, 60, 80, || {});
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    masked_walks_agree(&grammars, 0x2545_F491_4F6C_DD1D, 60, 80, || {});
 }
 
 /// Object keys that are known names or any other string: inside a key, a token's safe
@@ -653,12 +664,8 @@ fn known_and_other_keys_give_the_same_masks() {
         "bbb": {"type": "integer"},
         "xx": {"type": "array", "items": {"type": "string", "minLength": 2}}
     }, "required": ["name"]}"#;
-    let options = grammask_syntax::JsonSchemaOptions::default();
-    let cached = Compiler::new(&v).compile_json_schema(schema, &options).unwrap();
-    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
-    let plain =
-        Compiler::new(&v).with_config(config).compile_json_schema(schema, &options).unwrap();
-    masked_walks_agree(&[cached, plain], 0x51AF_D7ED_558C_CD3B, 80, 60, || {});
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    masked_walks_agree(&grammars, 0x51AF_D7ED_558C_CD3B, 80, 60, || {});
 }
 
 /// Fifteen alternatives that read the same prefix and then each an unanchored pattern
