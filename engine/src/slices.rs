@@ -563,7 +563,7 @@ impl Trie for TailKeys<'_> {
 }
 
 /// Marks a token of the rest without a tail (it starts with no safe character).
-pub(crate) const NO_TAIL: u32 = u32::MAX;
+const NO_TAIL: u32 = u32::MAX;
 
 /// The longest run of whole safe characters `bytes` starts with: its length in bytes
 /// and in characters.
