@@ -308,7 +308,6 @@ fn parse_answer(v: &Value) -> Result1 {
     })
 }
 
-/// Reads a MaskBench file: its schema and the token ids of its valid instances.
 /// Quantiles of sorted values at fixed probabilities, for CDF plots: `[[p, value], ...]`.
 pub fn cdf_points(values: &[f64]) -> Value {
     let mut sorted = values.to_vec();

@@ -32,7 +32,7 @@
 //! The tokens of the rest that start with safe characters are kept again by *tail*, what
 //! follows their longest run of whole safe characters ([`Tails`]). From a position
 //! where every safe run leads to one state that reads them all back to itself
-//! ([`safe_run_target`]) only the tails are walked, from that state; where such a state
+//! ([`run_layers`]) only the tails are walked, from that state; where such a state
 //! is only reachable ([`safe_loop_state`]), a walk over the rest takes a token's tail
 //! from there once its run reaches it. In a string of bounded length, where every run of
 //! `r` characters leads to one state ([`run_layers`]), the tails are kept by run length
@@ -260,22 +260,16 @@ impl RefusedSearch<'_> {
 /// The number of safe characters of `bytes` when it is a non-empty safe run (an
 /// incomplete last character counts as one), else `None`.
 fn safe_chars(bytes: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    let mut count = 0;
-    while i < bytes.len() {
-        let lead = bytes[i];
-        let seq = SAFE_CHARS.iter().find(|seq| (seq[0].0..=seq[0].1).contains(&lead))?;
-        for (k, &(lo, hi)) in seq.iter().enumerate().skip(1) {
-            match bytes.get(i + k) {
-                None => return Some(count + 1),
-                Some(b) if (lo..=hi).contains(b) => {}
-                Some(_) => return None,
-            }
-        }
-        i += seq.len();
-        count += 1;
+    let (run, chars) = safe_run(bytes);
+    let rest = &bytes[run..];
+    if rest.is_empty() {
+        return (chars > 0).then_some(chars);
     }
-    (count > 0).then_some(count)
+    // What follows the run can only be an incomplete last character.
+    let incomplete = SAFE_CHARS.iter().any(|seq| {
+        rest.len() < seq.len() && seq.iter().zip(rest).all(|(&(lo, hi), b)| (lo..=hi).contains(b))
+    });
+    incomplete.then_some(chars + 1)
 }
 
 /// A sorted vocabulary, or a subsequence of one, or tails of tokens, walked as a trie
@@ -460,7 +454,7 @@ impl Trie for Part {
 
 /// The tokens of the rest that start with safe characters, by their *tail*: what
 /// follows the longest run of whole safe characters they start with. From a state
-/// where every safe run leads to one state ([`safe_run_target`]), such a token goes
+/// where every safe run leads to one state ([`run_layers`]), such a token goes
 /// wherever its tail goes from there, after one byte at least; tokens of one tail are
 /// classified together.
 /// Llama-3's 2,757 such tokens (`abc",`, `x\n`, ...) have 326 tails.
@@ -802,8 +796,8 @@ impl Slicing {
     }
 
     /// The rest as its tokens that do not start with a safe character and the tails of
-    /// the others: to walk instead of the rest from a state with a
-    /// [`safe_run_target`].
+    /// the others: to walk instead of the rest from a state whose [`run_layers`] are all
+    /// one state.
     pub(crate) fn rest_by_tails(&self) -> (&Part, &Tails) {
         (&self.head, &self.tails)
     }
@@ -968,28 +962,6 @@ fn step_char(
     CharStep { next: (out.len() <= MAX_LEVEL_STATES).then_some(out), open }
 }
 
-/// The state every run of safe characters leads to from `state`, when there is one: one
-/// state `t` that `state` reads every safe character into and that reads every safe
-/// character back to itself, with no open state ([`is_open`]) on the way or at `state`.
-/// Any token that starts with a safe run then goes from `state` where its tail goes
-/// from `t` ([`Tails`]).
-pub(crate) fn safe_run_target(dfa: &Dfa, exits: &RuleExits, state: StateId) -> Option<StateId> {
-    if is_open(exits, state) {
-        return None;
-    }
-    let reps = class_reps(dfa);
-    let one = |s: StateId| {
-        let from: StateSet = smallvec::smallvec![s];
-        let step = step_char(dfa, exits, reps, &from, None);
-        match step.next.as_deref() {
-            Some(&[t]) if !step.open => Some(t),
-            _ => None,
-        }
-    };
-    let target = one(state)?;
-    (target == state || one(target) == Some(target)).then_some(target)
-}
-
 /// The nearest state, reached from `state` by safe characters (`state` itself
 /// included), that reads every safe character back to itself without an open state on
 /// the way or at it, among the first [`MAX_LEVEL_STATES`] such states reached; a walk
@@ -1020,9 +992,10 @@ pub(crate) fn safe_loop_state(dfa: &Dfa, exits: &RuleExits, state: StateId) -> O
 }
 
 /// The states after 1, 2, ..., `n` safe characters from `state`, when each is one state
-/// whatever the characters, with no open state on the way: a token whose safe run is
-/// `r <= n` characters long then goes on from the `r`-th as its tail does (strings of
-/// bounded length, where no state reads the characters back to itself).
+/// whatever the characters, with no open state ([`is_open`]) on the way: a token whose
+/// safe run is `r <= n` characters long then goes on from the `r`-th as its tail does
+/// ([`Tails`]). In a plain string the first layer already reads every safe character
+/// back to itself and so are all the others; in a string of bounded length they differ.
 pub(crate) fn run_layers(
     dfa: &Dfa,
     exits: &RuleExits,
@@ -1032,9 +1005,11 @@ pub(crate) fn run_layers(
     let reps = class_reps(dfa);
     let mut layers = smallvec::SmallVec::new();
     let mut from: StateSet = smallvec::smallvec![state];
-    for _ in 0..n {
+    while layers.len() < n {
         let step = step_char(dfa, exits, reps, &from, None);
         match step.next.as_deref() {
+            // Back where it was: every later layer is this state too.
+            Some(&[t]) if !step.open && from[0] == t => layers.resize(n, t),
             Some(&[t]) if !step.open => layers.push(t),
             _ => return None,
         }

@@ -27,8 +27,7 @@ use crate::automaton::Dfa;
 use crate::follow::RuleExits;
 use crate::ids::StateId;
 use crate::slices::{
-    run_layers, safe_depth, safe_loop_state, safe_run_target, Excluded, Slicing, TailKeys, Trie,
-    EXACT, RUN_LAYERS,
+    run_layers, safe_depth, safe_loop_state, Excluded, Slicing, TailKeys, Trie, EXACT, RUN_LAYERS,
 };
 use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
 use std::sync::atomic::AtomicU32;
@@ -337,13 +336,15 @@ pub(crate) fn classify(
         // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
         let union = if covered == 0 { None } else { slicing.union_without(covered, &excluded) }?;
-        let run_target = (covered == EXACT + 1 && excluded.is_empty())
-            .then(|| safe_run_target(dfa, view.exits, state))
-            .flatten();
-        Some((slicing, depth, covered, union, run_target, excluded.is_empty()))
+        // Where each run of safe characters leads, by its length.
+        let layers =
+            excluded.is_empty().then(|| run_layers(dfa, view.exits, state, RUN_LAYERS)).flatten();
+        Some((slicing, depth, covered, union, layers))
     });
-    if let Some((slicing, depth, covered, union, run_target, every_char)) = slices {
-        if let Some(target) = run_target {
+    if let Some((slicing, depth, covered, union, layers)) = slices {
+        // A plain string: every run leads to one state.
+        let run_target = layers.as_ref().filter(|l| covered == EXACT + 1 && l[0] == l[1]);
+        if let Some(&[target, ..]) = run_target.map(|l| l.as_slice()) {
             // Every slice is accepted; a token of the rest that starts with safe
             // characters goes where its tail goes from `target`.
             let (head, tails) = slicing.rest_by_tails();
@@ -363,9 +364,6 @@ pub(crate) fn classify(
             let (rest, runs, tails) = slicing.rest_with_tails();
             // A string of bounded length: the tails by run length, each from the state
             // after its run.
-            let layers = every_char
-                .then(|| state.and_then(|s| run_layers(dfa, view.exits, s, RUN_LAYERS)))
-                .flatten();
             let shortcut = match layers {
                 Some(_) => None,
                 None => state.and_then(|s| safe_loop_state(dfa, view.exits, s)).map(|g| {
