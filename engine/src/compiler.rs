@@ -18,7 +18,9 @@ use crate::passes::{self, PassConfig};
 use crate::serialize::vocabulary_fingerprint;
 use crate::slices::{slicing_for, Slicing, UNKNOWN_DEPTH};
 use crate::stack::{Position, Stack};
-use crate::token_cache::{classify, MaskEntry, ParentMask, PositionMask, Start, View};
+use crate::token_cache::{
+    classify, classify_listed, MaskEntry, ParentMask, PositionMask, Start, View,
+};
 use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
@@ -422,6 +424,10 @@ pub struct CompiledGrammar {
     parent_cache: Mutex<HashMap<[u32; 3], Arc<ParentMask>>>,
     /// Per rule: whether the cache walks tokens through its calls ([`View::through`]).
     through: Vec<bool>,
+    /// Per rule: whether it is a leaf (no state calls a rule or reads a token set), so
+    /// that a walk from inside it back into its caller needs only the two automata
+    /// ([`CompiledGrammar::parent_mask`]).
+    leaf: Vec<bool>,
     /// Classifications of positions inside rules walked through, with their return
     /// position, by the pair's global state indices ([`CompiledGrammar::through_mask`]).
     through_cache: Mutex<HashMap<(u32, u32), Arc<PositionMask>>>,
@@ -460,6 +466,15 @@ impl CompiledGrammar {
         } else {
             (Vec::new(), Vec::new(), Vec::new())
         };
+        let leaf: Vec<bool> = automata
+            .iter()
+            .map(|dfa| {
+                (0..dfa.len()).all(|s| {
+                    let s = StateId::new(s);
+                    dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
+                })
+            })
+            .collect();
         // Counted runs kept as calls by inlining (one ASCII character `m..=n` times, `m >=
         // 1`: no calls, no empty match, few tokens inside): a token entering one after
         // some bytes is followed through it and back into the caller by the
@@ -470,13 +485,9 @@ impl CompiledGrammar {
             .rules
             .iter()
             .zip(&automata)
-            .map(|(rule, dfa)| {
-                crate::passes::is_counted_run(rule)
-                    && !dfa.is_accepting(dfa.start())
-                    && (0..dfa.len()).all(|s| {
-                        let s = StateId::new(s);
-                        dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
-                    })
+            .zip(&leaf)
+            .map(|((rule, dfa), &leaf)| {
+                leaf && crate::passes::is_counted_run(rule) && !dfa.is_accepting(dfa.start())
             })
             .collect();
         CompiledGrammar {
@@ -496,6 +507,7 @@ impl CompiledGrammar {
             parent_cache: Mutex::new(HashMap::new()),
             through,
             through_cache: Mutex::new(HashMap::new()),
+            leaf,
         }
     }
 
@@ -660,7 +672,28 @@ impl CompiledGrammar {
         if let Some(stored) = lock().get(&key) {
             return Ok(Some(stored.clone()));
         }
-        let computed = Arc::new(crate::mask::classify_below(self, frames, dependent)?);
+        let computed = Arc::new(match frames {
+            // Inside a leaf rule: the classification walk reads its automaton and the
+            // caller's at the cost of a table lookup a byte; only the tokens it leaves
+            // (those that may enter a rule the caller calls, or leave the caller's rule)
+            // are walked with the stack's frames.
+            &[parent, top] if self.leaf[top.rule.index()] => {
+                let start = Start::InCallee {
+                    callee: top.rule.index(),
+                    state: top.state,
+                    to: parent.state,
+                };
+                let view = self.view(parent.rule.index());
+                let mut mask = classify_listed(view, start, &self.vocab, dependent);
+                if !mask.dependent.is_empty() {
+                    let below = crate::mask::classify_below(self, frames, &mask.dependent)?;
+                    mask.accepted.extend(&below.accepted);
+                    mask.dependent = below.dependent;
+                }
+                mask
+            }
+            _ => crate::mask::classify_below(self, frames, dependent)?,
+        });
         let bytes = computed.memory() + std::mem::size_of::<([u32; 3], Arc<ParentMask>)>();
         if !self.reserve(bytes) {
             return Ok(None);

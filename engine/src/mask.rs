@@ -22,7 +22,7 @@ use crate::error::MatchError;
 use crate::ids::TokenSetId;
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::{Position, Stack};
-use crate::token_cache::{MaskEntry, ParentMask, PositionMask};
+use crate::token_cache::{MaskEntry, ParentMask, PositionMask, TokenList};
 use grammask_tokenset::{bitmask_len, clear_bit, get_bit, set_bit, Vocabulary};
 use std::sync::Arc;
 
@@ -131,7 +131,7 @@ fn fill_text(
             None
         };
         if let Some(deeper) = &deeper {
-            deeper.accepted.iter().for_each(|&id| set_bit(bitmask, id));
+            deeper.accepted.apply(bitmask);
         }
         let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
         if !remaining.is_empty() {
@@ -183,7 +183,7 @@ pub(crate) fn classify_below(
         .map(|&p| sorted.token_id(p as usize))
         .filter(|&id| get_bit(&bits, id))
         .collect();
-    Ok(ParentMask { accepted, dependent: still })
+    Ok(ParentMask { accepted: TokenList::Ids(accepted), dependent: still })
 }
 
 fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {

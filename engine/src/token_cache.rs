@@ -29,7 +29,7 @@ use crate::ids::StateId;
 use crate::slices::{
     run_layers, safe_depth, safe_loop_state, Excluded, Slicing, TailKeys, Trie, EXACT, RUN_LAYERS,
 };
-use grammask_tokenset::{bitmask_len, set_bit, Vocabulary};
+use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
@@ -55,6 +55,19 @@ impl TokenList {
                 for (w, &x) in bitmask.iter_mut().zip(words) {
                     *w |= x;
                 }
+            }
+        }
+    }
+
+    /// Adds the tokens of `other`.
+    pub(crate) fn extend(&mut self, other: &TokenList) {
+        match (self, other) {
+            (TokenList::Ids(ids), TokenList::Ids(more)) => ids.extend_from_slice(more),
+            (TokenList::Bits(words), other) => other.apply(words),
+            (this @ TokenList::Ids(_), TokenList::Bits(more)) => {
+                let mut words = more.clone();
+                this.apply(&mut words);
+                *this = TokenList::Bits(words);
             }
         }
     }
@@ -106,8 +119,8 @@ impl PositionMask {
 /// the real stacks.
 #[derive(Debug)]
 pub(crate) struct ParentMask {
-    /// Ids of the tokens accepted.
-    pub(crate) accepted: Vec<u32>,
+    /// The tokens accepted.
+    pub(crate) accepted: TokenList,
     /// Sorted-vocabulary positions of the tokens that still depend on the stack,
     /// ascending.
     pub(crate) dependent: Vec<u32>,
@@ -116,7 +129,7 @@ pub(crate) struct ParentMask {
 impl ParentMask {
     /// Heap bytes used.
     pub(crate) fn memory(&self) -> usize {
-        (self.accepted.len() + self.dependent.len()) * 4 + std::mem::size_of::<Self>()
+        self.accepted.memory() + self.dependent.len() * 4 + std::mem::size_of::<Self>()
     }
 }
 
@@ -393,16 +406,88 @@ pub(crate) fn classify(
     } else {
         walk(&view, &mut frames, level, sorted, &mut accepted, &mut dependent, None);
     }
-    let words = bitmask_len(vocab.vocab_size());
-    let accepted = if accepted.len() > words {
+    PositionMask { accepted: smaller_form(accepted, vocab.vocab_size()), sliced, dependent }
+}
+
+/// The accepted token ids (in walk order: only ever ORed into a bitmask) as a list or a
+/// bitmask over a vocabulary of `vocab_size`, whichever is smaller.
+fn smaller_form(accepted: Vec<u32>, vocab_size: usize) -> TokenList {
+    let words = bitmask_len(vocab_size);
+    if accepted.len() > words {
         let mut bits = vec![0u32; words];
         accepted.iter().for_each(|&id| set_bit(&mut bits, id));
         TokenList::Bits(bits)
     } else {
-        // In walk order (by bytes): only ever ORed into a bitmask.
         TokenList::Ids(accepted)
+    }
+}
+
+/// Classifies the tokens at the sorted-vocabulary positions `positions` (ascending)
+/// from `start`, a state of a leaf rule called from `view`'s rule: the tokens read to
+/// their end are accepted, those that may leave the caller's rule (or enter a rule it
+/// calls) with bytes left stay dependent, the others are rejected.
+pub(crate) fn classify_listed(
+    view: View<'_>,
+    start: Start,
+    vocab: &Vocabulary,
+    positions: &[u32],
+) -> ParentMask {
+    let mut frames = Frames::new();
+    let level = match start {
+        Start::At(state) => Level::at(state),
+        Start::InCallee { callee, state, to } => {
+            frames.push((callee, to));
+            Level::in_frame(state, 0, false)
+        }
     };
-    PositionMask { accepted, sliced, dependent }
+    let listed = Listed { sorted: vocab.sorted(), positions };
+    let (mut accepted, mut dependent) = (Vec::new(), Vec::new());
+    walk(&view, &mut frames, level, &listed, &mut accepted, &mut dependent, None);
+    ParentMask { accepted: smaller_form(accepted, vocab.vocab_size()), dependent }
+}
+
+/// The tokens at some sorted-vocabulary positions (ascending), as a trie.
+struct Listed<'a> {
+    sorted: &'a SortedVocab,
+    positions: &'a [u32],
+}
+
+impl Trie for Listed<'_> {
+    const OFFSET: usize = 0;
+    #[inline]
+    fn count(&self) -> usize {
+        self.positions.len()
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        self.sorted.bytes(self.positions[k] as usize)
+    }
+    #[inline]
+    fn shared(&self, k: usize) -> usize {
+        match k {
+            0 => 0,
+            _ => {
+                let (a, b) = (self.bytes(k - 1), self.bytes(k));
+                a.iter().zip(b).take_while(|(x, y)| x == y).count()
+            }
+        }
+    }
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        let prefix = &self.bytes(k)[..depth];
+        let mut j = k + 1;
+        while j < self.positions.len() && self.bytes(j).starts_with(prefix) {
+            j += 1;
+        }
+        j
+    }
+    #[inline]
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>) {
+        ids.push(self.sorted.token_id(self.positions[k] as usize));
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
+        positions.extend_from_slice(&self.positions[k..end]);
+    }
 }
 
 /// What a tail does from a [`safe_loop_state`].

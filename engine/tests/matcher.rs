@@ -652,6 +652,23 @@ fn vocabulary_slices_change_speed_never_answers() {
     masked_walks_agree(&grammars, 0x2545_F491_4F6C_DD1D, 60, 80, || {});
 }
 
+/// Strings of more than 64 characters are read in chunks of 32, each a call of a rule
+/// that calls nothing: a token that runs past a chunk's end is classified once more with
+/// the caller's return position by the automata alone, then with the stack's frames.
+#[test]
+fn tokens_across_chunk_ends_give_the_same_masks() {
+    let v = string_vocab();
+    let schema = r#"{"type": "object", "properties": {
+        "a": {"type": "string", "minLength": 200, "maxLength": 300},
+        "b": {"type": "string", "minLength": 70, "maxLength": 400},
+        "c": {"type": "array", "items": {"type": "string", "maxLength": 255}}
+    }, "required": ["a", "b", "c"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let rules = &grammars[0].grammar().rules;
+    assert!(rules.iter().any(|r| r.name.contains("-repeated-")), "chunks are calls");
+    masked_walks_agree(&grammars, 0x6A09_E667_F3BC_C908, 60, 80, || {});
+}
+
 /// Object keys that are known names or any other string: inside a key, a token's safe
 /// run may follow a known name for a while or leave for the other keys at once; tokens
 /// whose run reaches the other keys' string are classified by their tails.
