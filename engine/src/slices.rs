@@ -45,7 +45,7 @@
 use crate::automaton::Dfa;
 use crate::follow::{ByteSet, RuleExits};
 use crate::ids::StateId;
-use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
+use grammask_tokenset::{bitmask_len, get_bit, set_bit, SortedVocab, Vocabulary};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -618,6 +618,9 @@ pub(crate) struct Slicing {
     /// The unions of the first `m` slices without the tokens holding an excluded
     /// character, by `(m, excluded)`: at most [`MAX_EXCLUDED_UNIONS`].
     excluded_unions: Mutex<ExcludedUnions>,
+    /// The sorted-vocabulary positions of the tokens of the slices that hold one of some
+    /// ASCII characters, by their bit set ([`Diverted`]): at most [`MAX_EXCLUDED_UNIONS`].
+    holding: Mutex<HashMap<u128, Arc<Vec<u32>>>>,
 }
 
 /// Bitmasks of the first `m` slices without excluded characters, by `(m, excluded)`.
@@ -703,7 +706,35 @@ impl Slicing {
             contains,
             contains_non_ascii,
             excluded_unions: Mutex::new(HashMap::new()),
+            holding: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The sorted-vocabulary positions (ascending) of the tokens of the slices that hold
+    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`); `None` when
+    /// the slicing already keeps [`MAX_EXCLUDED_UNIONS`] other such lists.
+    pub(crate) fn holding(&self, sorted: &SortedVocab, chars: u128) -> Option<Arc<Vec<u32>>> {
+        // The map only ever gains complete entries: a poisoned lock is used as is.
+        let mut lists = self.holding.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(list) = lists.get(&chars) {
+            return Some(list.clone());
+        }
+        if lists.len() >= MAX_EXCLUDED_UNIONS {
+            return None;
+        }
+        let words = self.contains_non_ascii.len();
+        let mut bits = vec![0u32; words];
+        for b in safe_ascii().filter(|&b| chars >> b & 1 != 0) {
+            for (w, &c) in bits.iter_mut().zip(&self.contains[b as usize]) {
+                *w |= c;
+            }
+        }
+        let list: Vec<u32> = (0..sorted.len() as u32)
+            .filter(|&p| get_bit(&bits, sorted.token_id(p as usize)))
+            .collect();
+        let list = Arc::new(list);
+        lists.insert(chars, list.clone());
+        Some(list)
     }
 
     /// The safe depth past which [`safe_depth`] need not look.
@@ -915,7 +946,7 @@ fn compute_class_reps(dfa: &Dfa) -> ClassReps {
 fn step_char(
     dfa: &Dfa,
     exits: &RuleExits,
-    reps: &ClassReps,
+    reps: &[Vec<smallvec::SmallVec<[u8; 8]>>],
     from: &StateSet,
     reference: Option<StateId>,
 ) -> CharStep {
@@ -1023,6 +1054,110 @@ fn refuses_every_char(dfa: &Dfa, set: &StateSet) -> bool {
     set.iter().all(|&s| {
         SAFE_CHARS.iter().all(|seq| (seq[0].0..=seq[0].1).all(|b| dfa.next(s, b).is_none()))
     })
+}
+
+/// A position of a pattern whose characters mostly lead to a few states that read them
+/// all again (the local part of an e-mail address, a host name: `[a-z0-9]` loops, `.` and
+/// `-` go elsewhere): the safe ASCII characters split into the `kept` ones, which every
+/// state of the closure they reach from the position reads (staying in it), the
+/// `diverting` ones, which the position or a state of the closure reads but which are not
+/// kept, and the others, which none of them reads. A token of the slices (safe characters
+/// only) of kept characters only is then accepted, one without diverting characters is
+/// rejected where it meets its first other one, and those holding a diverting character
+/// are walked ([`Slicing::holding`]).
+#[derive(Debug)]
+pub(crate) struct Diverted {
+    /// The characters not kept.
+    pub(crate) excluded: Excluded,
+    /// The diverting characters (ASCII), bit `b` for character `b`.
+    pub(crate) diverting: u128,
+}
+
+/// States of a [`Diverted`] closure at most.
+const MAX_DIVERT_STATES: usize = 16;
+/// Diverting characters at most (their tokens are walked).
+const MAX_DIVERTING: u32 = 16;
+
+/// The [`Diverted`] split at `state`, which refuses `excluded`: the kept characters
+/// start as those `state` reads (the characters of more than one byte all or none); while
+/// a state of their closure refuses some of the kept ASCII ones, the characters that lead
+/// into that state are no longer kept. `None` when the closure grows past
+/// [`MAX_DIVERT_STATES`] states, a state of it is open ([`is_open`]), refuses a kept
+/// character of more than one byte or reads one that is not kept, or more than
+/// [`MAX_DIVERTING`] characters divert (or none: the safe depth then covers the position
+/// already).
+pub(crate) fn diverted(
+    dfa: &Dfa,
+    exits: &RuleExits,
+    state: StateId,
+    excluded: &Excluded,
+) -> Option<Diverted> {
+    if !excluded.others.is_empty() {
+        return None;
+    }
+    let reads = |s: StateId| -> u128 {
+        safe_ascii().filter(|&b| dfa.next(s, b).is_some()).fold(0, |m, b| m | 1 << b)
+    };
+    let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
+    let mut kept = reads(state);
+    // Each round but the last keeps fewer characters, which then divert.
+    for _ in 0..=MAX_DIVERTING {
+        // The closure of `state` by the kept characters.
+        let mut closure = vec![state];
+        let mut i = 0;
+        while let Some(&s) = closure.get(i) {
+            i += 1;
+            let mut next: StateSet = StateSet::new();
+            for b in safe_ascii().filter(|&b| kept >> b & 1 != 0) {
+                next.extend(dfa.next(s, b));
+            }
+            if excluded.non_ascii {
+                if NON_ASCII_LEADS.clone().any(|b| dfa.next(s, b).is_some()) {
+                    return None;
+                }
+            } else {
+                let from: StateSet = smallvec::smallvec![s];
+                let step = step_char(dfa, exits, multi_byte, &from, None);
+                match step.next {
+                    Some(targets) if !step.open => next.extend(targets),
+                    _ => return None,
+                }
+            }
+            for t in next {
+                if !closure.contains(&t) {
+                    if closure.len() == MAX_DIVERT_STATES {
+                        return None;
+                    }
+                    closure.push(t);
+                }
+            }
+        }
+        // A state that refuses a kept character: its way in is no longer kept.
+        let short = closure.iter().copied().find(|&s| kept & !reads(s) != 0);
+        let Some(short) = short else {
+            if closure.iter().any(|&s| is_open(exits, s)) {
+                return None;
+            }
+            let read = closure.iter().fold(0, |m, &s| m | reads(s));
+            let diverting = read & !kept;
+            let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
+            return (diverting != 0 && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
+                excluded: Excluded {
+                    ascii: safe & !kept,
+                    non_ascii: excluded.non_ascii,
+                    others: Vec::new(),
+                },
+                diverting,
+            });
+        };
+        let into = safe_ascii()
+            .filter(|&b| {
+                closure.iter().any(|&s| kept >> b & 1 != 0 && dfa.next(s, b) == Some(short))
+            })
+            .fold(0u128, |m, b| m | 1 << b);
+        kept &= !into;
+    }
+    None
 }
 
 /// What [`safe_depth`] found.

@@ -27,7 +27,8 @@ use crate::automaton::Dfa;
 use crate::follow::RuleExits;
 use crate::ids::StateId;
 use crate::slices::{
-    run_layers, safe_depth, safe_loop_state, Excluded, Slicing, TailKeys, Trie, EXACT, RUN_LAYERS,
+    diverted, run_layers, safe_depth, safe_loop_state, Excluded, SafeDepth, Slicing, TailKeys,
+    Trie, EXACT, RUN_LAYERS,
 };
 use grammask_tokenset::{bitmask_len, set_bit, SortedVocab, Vocabulary};
 use std::sync::atomic::AtomicU32;
@@ -348,16 +349,37 @@ pub(crate) fn classify(
         let depth = safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
         // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
+        if covered <= EXACT {
+            // Not every slice is covered: a pattern whose characters mostly stay among a
+            // few states takes every slice without its refused and diverting characters,
+            // and walks the tokens holding a diverting one.
+            let split = diverted(dfa, view.exits, state, &excluded).and_then(|d| {
+                let union = slicing.union_without(EXACT + 1, &d.excluded)?;
+                Some((union, slicing.holding(sorted, d.diverting)?))
+            });
+            if let Some((union, holding)) = split {
+                let no_depth = SafeDepth { depth: 0, rejects_longer: false };
+                return Some((slicing, no_depth, EXACT + 1, union, None, Some(holding)));
+            }
+        }
         let union = if covered == 0 { None } else { slicing.union_without(covered, &excluded) }?;
         // Where each run of safe characters leads, by its length.
         let layers =
             excluded.is_empty().then(|| run_layers(dfa, view.exits, state, RUN_LAYERS)).flatten();
-        Some((slicing, depth, covered, union, layers))
+        Some((slicing, depth, covered, union, layers, None))
     });
-    if let Some((slicing, depth, covered, union, layers)) = slices {
+    if let Some((slicing, depth, covered, union, layers, holding)) = slices {
         // A plain string: every run leads to one state.
         let run_target = layers.as_ref().filter(|l| covered == EXACT + 1 && l[0] == l[1]);
-        if let Some(&[target, ..]) = run_target.map(|l| l.as_slice()) {
+        if let Some(holding) = holding {
+            // Every slice is taken by the union (the tokens holding a refused character
+            // are rejected); the rest and the tokens holding a diverting one are walked.
+            for part in slicing.remaining(covered) {
+                walk(&view, &mut frames, level, part, &mut accepted, &mut dependent, None);
+            }
+            let listed = Listed { sorted, positions: &holding };
+            walk(&view, &mut frames, level, &listed, &mut accepted, &mut dependent, None);
+        } else if let Some(&[target, ..]) = run_target.map(|l| l.as_slice()) {
             // Every slice is accepted; a token of the rest that starts with safe
             // characters goes where its tail goes from `target`.
             let (head, tails) = slicing.rest_by_tails();

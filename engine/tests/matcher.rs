@@ -669,6 +669,92 @@ fn tokens_across_chunk_ends_give_the_same_masks() {
     masked_walks_agree(&grammars, 0x6A09_E667_F3BC_C908, 60, 80, || {});
 }
 
+/// Patterns whose characters mostly loop among a few states (`[A-Za-z0-9]` runs, `.` and
+/// `@` leading elsewhere, an e-mail address's local part): the slices without the other
+/// characters are accepted whole, and the tokens holding a diverting character walked.
+#[test]
+fn diverting_characters_give_the_same_masks() {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for t in [
+        "{",
+        "}",
+        "{\"",
+        "\":\"",
+        "\",\"",
+        "\"}",
+        "\"",
+        ",",
+        "a",
+        "b",
+        "x",
+        "e",
+        "ab",
+        "Ab9",
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+        "a.b",
+        ".",
+        "..",
+        "@",
+        "a@",
+        "@b",
+        "a@b.c",
+        "x.y@z",
+        ".com",
+        "com\"",
+        "b\"}",
+        "a b",
+        " ",
+        "-",
+        "a-b",
+        "_",
+        "a_b",
+        "%",
+        "%20",
+        "é",
+        "aé",
+        "é@",
+        "+",
+        "a+b",
+        "!",
+        "'",
+        "a'b",
+        "~",
+        "{|}",
+        "=",
+        "?",
+        "#",
+        "/",
+        "a/b",
+        "\\",
+        "\\n",
+        "12",
+        "9\"",
+    ] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let schema = r#"{"type": "object", "properties": {
+        "a": {"type": "string", "pattern": "^[A-Za-z0-9]+(\\.[A-Za-z0-9]+)*@[A-Za-z0-9]+$"},
+        "b": {"type": "string", "format": "email"},
+        "x": {"type": "string", "pattern": "^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$"}
+    }, "required": ["a", "b", "x"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    masked_walks_agree(&grammars, 0xBB67_AE85_84CA_A73B, 80, 40, || {});
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"a\":\"").unwrap();
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    for t in ["a", "Ab9", "abcdefghijklmnopqrstuvwxyz0123456789", "a.b", "a@", "x.y@z"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in [".", "@", "a b", "é", "a-b", "a@b.c", "\""] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+}
+
 /// Object keys that are known names or any other string: inside a key, a token's safe
 /// run may follow a known name for a while or leave for the other keys at once; tokens
 /// whose run reaches the other keys' string are classified by their tails.
