@@ -3,10 +3,13 @@
 //!
 //! Keys are the grammar IR itself (hashed, then compared in full, so a hash collision can
 //! never return another grammar) and the compiler settings. The cache holds at most
-//! `max_bytes` of compiled grammars (their automata and IR, measured when inserted) and
-//! evicts the least recently used first. A grammar larger than the whole bound is
-//! compiled and returned but not kept. Compilation runs outside the lock, so two threads
-//! asking for the same new grammar at once may both compile it; later requests hit.
+//! `max_bytes` of compiled grammars (their automata and IR, plus their token mask caches,
+//! which fill as matchers use them: counted again at every insertion) and evicts the
+//! least recently used first. Between insertions each kept grammar's mask cache may grow
+//! up to its own bound (`Limits::max_mask_cache_bytes`). A grammar larger than the whole
+//! bound is compiled and returned but not kept. Compilation runs outside the lock, so two
+//! threads asking for the same new grammar at once may both compile it; later requests
+//! hit.
 
 use crate::compiler::{CompiledGrammar, CompilerConfig};
 use crate::error::CompileError;
@@ -40,7 +43,6 @@ pub struct GrammarCache {
 #[derive(Debug, Default)]
 struct Inner {
     entries: HashMap<u64, Vec<Entry>>,
-    used: usize,
     tick: u64,
     hits: u64,
     misses: u64,
@@ -51,8 +53,16 @@ struct Entry {
     grammar: Grammar,
     settings: String,
     compiled: Arc<CompiledGrammar>,
+    /// The automata and the IR, measured when inserted (the mask cache is read as it is).
     bytes: usize,
     last_used: u64,
+}
+
+impl Entry {
+    /// Bytes held now: the automata and the IR, and the mask cache filled so far.
+    fn memory(&self) -> usize {
+        self.bytes + self.compiled.mask_cache_memory()
+    }
 }
 
 impl GrammarCache {
@@ -102,14 +112,15 @@ impl GrammarCache {
             compiled.memory() + grammar.size() * std::mem::size_of::<grammask_syntax::Expr>();
         if bytes <= self.max_bytes {
             let mut inner = self.lock();
-            while inner.used + bytes > self.max_bytes {
-                if !inner.evict_oldest() {
-                    break;
+            let mut used = inner.used();
+            while used + bytes > self.max_bytes {
+                match inner.evict_oldest() {
+                    Some(freed) => used -= freed,
+                    None => break,
                 }
             }
             inner.tick += 1;
             let last_used = inner.tick;
-            inner.used += bytes;
             inner.entries.entry(key).or_default().push(Entry {
                 grammar: grammar.clone(),
                 settings,
@@ -141,22 +152,26 @@ impl GrammarCache {
         self.len() == 0
     }
 
-    /// Bytes accounted to the grammars kept.
+    /// Bytes held by the grammars kept: their automata and IR, and their mask caches as
+    /// filled so far.
     pub fn memory(&self) -> usize {
-        self.lock().used
+        self.lock().used()
     }
 
     /// Drops every grammar (matchers holding one keep it alive).
     pub fn clear(&self) {
-        let mut inner = self.lock();
-        inner.entries.clear();
-        inner.used = 0;
+        self.lock().entries.clear();
     }
 }
 
 impl Inner {
-    /// Removes the least recently used entry; false when empty.
-    fn evict_oldest(&mut self) -> bool {
+    /// Bytes held by the entries now.
+    fn used(&self) -> usize {
+        self.entries.values().flatten().map(Entry::memory).sum()
+    }
+
+    /// Removes the least recently used entry: the bytes it held, `None` when empty.
+    fn evict_oldest(&mut self) -> Option<usize> {
         let oldest = self
             .entries
             .iter()
@@ -164,14 +179,12 @@ impl Inner {
                 bucket.iter().enumerate().map(move |(i, e)| (e.last_used, *k, i))
             })
             .min();
-        let Some((_, key, index)) = oldest else { return false };
-        if let Some(bucket) = self.entries.get_mut(&key) {
-            let entry = bucket.swap_remove(index);
-            self.used -= entry.bytes;
-            if bucket.is_empty() {
-                self.entries.remove(&key);
-            }
+        let (_, key, index) = oldest?;
+        let bucket = self.entries.get_mut(&key)?;
+        let freed = bucket.swap_remove(index).memory();
+        if bucket.is_empty() {
+            self.entries.remove(&key);
         }
-        true
+        Some(freed)
     }
 }

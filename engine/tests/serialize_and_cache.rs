@@ -112,3 +112,38 @@ fn grammar_cache_compiles_once_and_stays_bounded() {
     compiler.compile_gbnf(JSONISH).unwrap();
     assert_eq!(small.len(), 0, "a grammar larger than the bound is not kept");
 }
+
+/// A kept grammar's token mask cache fills as matchers use it: the cache's bound counts
+/// it at the next insertion, evicting the grammar whose masks outgrew the room.
+#[test]
+fn grammar_cache_counts_mask_caches_filled_after_insertion() {
+    let v = vocab();
+    let compiler = Compiler::new(&v);
+    let compiled = compiler.compile_gbnf(JSONISH).unwrap();
+    let base = {
+        let cache = Arc::new(GrammarCache::new(1 << 20));
+        Compiler::new(&v).with_grammar_cache(cache.clone()).compile_gbnf(JSONISH).unwrap();
+        cache.memory()
+    };
+    assert!(base > 0 && compiled.mask_cache_memory() == 0);
+    // Room for the grammar and a little more, not for its masks once filled.
+    let cache = Arc::new(GrammarCache::new(base + 16));
+    let compiler = Compiler::new(&v).with_grammar_cache(cache.clone());
+    let kept = compiler.compile_gbnf(JSONISH).unwrap();
+    assert_eq!((cache.len(), cache.memory()), (1, base));
+    let mut m = Matcher::new(kept.clone());
+    let mut mask = vec![0u32; bitmask_len(v.vocab_size())];
+    for text in ["{", "\"ab\"", ":", "[", "1", ","] {
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        m.accept_string(text).unwrap();
+    }
+    let filled = kept.mask_cache_memory();
+    assert!(filled > 16, "the walk filled the mask cache ({filled} bytes)");
+    assert_eq!(cache.memory(), base + filled);
+    // The next insertion needs room: the grammar whose masks grew goes.
+    compiler.compile_gbnf("root ::= \"a\"").unwrap();
+    assert_eq!(cache.len(), 1);
+    assert!(cache.memory() <= base + 16);
+    let again = compiler.compile_gbnf(JSONISH).unwrap();
+    assert!(!Arc::ptr_eq(&again, &kept), "evicted, compiled again");
+}
