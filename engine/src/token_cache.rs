@@ -426,7 +426,16 @@ pub(crate) fn classify(
         dependent.sort_unstable();
         sliced = Some(union);
     } else {
-        walk(&view, &mut frames, level, sorted, &mut accepted, &mut dependent, None);
+        // A token whose first byte the start refuses is rejected: only the ranges of the
+        // sorted vocabulary that start with a byte it reads are walked.
+        let (dfa, state) = match start {
+            Start::At(state) => (dfa, state),
+            Start::InCallee { callee, state, .. } => (&view.automata[callee], state),
+        };
+        for range in first_byte_ranges(dfa, state, sorted) {
+            let part = SortedRange { sorted, start: range.start, end: range.end };
+            walk(&view, &mut frames, level, &part, &mut accepted, &mut dependent, None);
+        }
     }
     PositionMask { accepted: smaller_form(accepted, vocab.vocab_size()), sliced, dependent }
 }
@@ -466,6 +475,74 @@ pub(crate) fn classify_listed(
     let (mut accepted, mut dependent) = (Vec::new(), Vec::new());
     walk(&view, &mut frames, level, &listed, &mut accepted, &mut dependent, None);
     ParentMask { accepted: smaller_form(accepted, vocab.vocab_size()), dependent }
+}
+
+/// Runs of first bytes at most this many: past it the whole vocabulary is walked.
+const MAX_FIRST_BYTE_RUNS: usize = 16;
+
+/// The ranges of the sorted vocabulary whose tokens start with a byte `state` reads (one
+/// per run of consecutive such bytes; the whole vocabulary past [`MAX_FIRST_BYTE_RUNS`]).
+fn first_byte_ranges(
+    dfa: &Dfa,
+    state: StateId,
+    sorted: &SortedVocab,
+) -> smallvec::SmallVec<[std::ops::Range<usize>; 4]> {
+    let mut runs: smallvec::SmallVec<[(u8, u8); 4]> = smallvec::SmallVec::new();
+    for b in 0..=255u8 {
+        if dfa.next(state, b).is_none() {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if run.1 as usize + 1 == b as usize => run.1 = b,
+            _ => runs.push((b, b)),
+        }
+        if runs.len() > MAX_FIRST_BYTE_RUNS {
+            return smallvec::smallvec![0..sorted.len()];
+        }
+    }
+    runs.iter()
+        .map(|&(lo, hi)| sorted.prefix_range(&[lo]).start..sorted.prefix_range(&[hi]).end)
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// The tokens of a range of the sorted vocabulary, as a trie.
+struct SortedRange<'a> {
+    sorted: &'a SortedVocab,
+    start: usize,
+    end: usize,
+}
+
+impl Trie for SortedRange<'_> {
+    const OFFSET: usize = 0;
+    #[inline]
+    fn count(&self) -> usize {
+        self.end - self.start
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        self.sorted.bytes(self.start + k)
+    }
+    #[inline]
+    fn shared(&self, k: usize) -> usize {
+        if k == 0 {
+            0
+        } else {
+            self.sorted.lcp(self.start + k)
+        }
+    }
+    #[inline]
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        self.sorted.next_without_prefix(self.start + k, depth).min(self.end) - self.start
+    }
+    #[inline]
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>) {
+        ids.push(self.sorted.token_id(self.start + k));
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
+        positions.extend((self.start + k) as u32..(self.start + end) as u32);
+    }
 }
 
 /// The tokens at some sorted-vocabulary positions (ascending), as a trie.
