@@ -79,9 +79,27 @@ fn bounded_counts_stay_counted() {
     for r in &c.grammar.rules {
         walk(&r.body, &mut maxima);
     }
-    // Large bounds are written as chunks of `counts::CHUNK` items: 999 = 31·32 + 7 and
-    // 5000 = 156·32 + 8.
-    assert!(maxima.contains(&30) && maxima.contains(&155), "{maxima:?}");
+    // Large bounds are written as chunks of `counts::CHUNK` items, the first in place:
+    // 999 = 31·32 + 7 and 5000 = 156·32 + 8.
+    assert!(maxima.contains(&29) && maxima.contains(&154), "{maxima:?}");
+}
+
+#[test]
+fn chunked_lengths_are_exact() {
+    for (min, max) in [(0usize, 65usize), (0, 100), (0, 255), (3, 130), (70, 300), (100, 164)] {
+        let schema = json!({"type": "string", "minLength": min, "maxLength": max});
+        // Around every multiple of the chunk size and both bounds.
+        let edges = (0..=max / 32 + 1).map(|k| 32 * k).chain([min, max]);
+        let lengths: std::collections::BTreeSet<usize> =
+            edges.flat_map(|e| [e.saturating_sub(1), e, e + 1]).collect();
+        for n in lengths {
+            let text = format!("\"{}\"", "a".repeat(n));
+            assert_eq!(accepts(schema.clone(), &text), (min..=max).contains(&n), "{min} {max} {n}");
+        }
+        // An escape and a multi-byte character count one each.
+        let text = format!("\"{}\"", "\\n\u{e9}".repeat(max / 2));
+        assert_eq!(accepts(schema.clone(), &text), max / 2 * 2 >= min, "{min} {max}");
+    }
 }
 
 #[test]

@@ -55,12 +55,20 @@ impl Converter<'_> {
                     Expr::repeat(x.clone(), 0, Some(n))
                 } else {
                     // Lengths a·CHUNK + b: a < q with any b < CHUNK, or a = q with b ≤ r.
+                    // The first chunk is written in place (`q >= 2`): a run shorter than
+                    // a chunk, the common case, never enters a call, so its tokens never
+                    // run past a chunk's end (where they would depend on the stack).
                     let (q, r) = (n / CHUNK, n % CHUNK);
-                    Expr::seq(vec![
-                        Expr::repeat(Expr::Rule(chunk), 0, Some(q - 1)),
-                        Expr::choice(vec![
-                            Expr::repeat(x.clone(), 0, Some(CHUNK - 1)),
-                            Expr::seq(vec![Expr::Rule(chunk), Expr::repeat(x, 0, Some(r))]),
+                    let below_chunk = || Expr::repeat(x.clone(), 0, Some(CHUNK - 1));
+                    Expr::choice(vec![
+                        below_chunk(),
+                        Expr::seq(vec![
+                            Expr::Seq(vec![x.clone(); CHUNK as usize]),
+                            Expr::repeat(Expr::Rule(chunk), 0, Some(q - 2)),
+                            Expr::choice(vec![
+                                below_chunk(),
+                                Expr::seq(vec![Expr::Rule(chunk), Expr::repeat(x, 0, Some(r))]),
+                            ]),
                         ]),
                     ])
                 }
