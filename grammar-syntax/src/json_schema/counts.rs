@@ -7,7 +7,9 @@
 //! `max / CHUNK` instead of `max × |x|`. (Chunks of chunks would be smaller still, but
 //! the engine inlines small rules back into their callers, so they are not used.)
 //! Inside a chunk the items stay in one automaton, so the token masks of, say, string
-//! characters stay context-independent except near a chunk's end.
+//! characters stay context-independent except near a chunk's end. The optional part's
+//! first chunk is written in place, so a run shorter than a chunk (most strings under a
+//! large `maxLength`) never enters a chunk's call.
 
 use super::Converter;
 use crate::ir::Expr;
