@@ -1196,11 +1196,13 @@ const UNBOUNDED_DEPTH: u32 = u32::MAX - 1;
 /// when a search ends unbounded, every state it visited is marked unbounded, and a
 /// search stops (unbounded) at a layer of marked states. Past [`EXACT`] characters only
 /// the depth matters, and only to accept the last slice whole; long runs of single
-/// states there (the characters of a `maxLength` string) would cost one layer per
-/// character from every one of their positions, so each state that is a whole layer
-/// there keeps a lower bound of its capped depth (every later layer is reached through
-/// it), and later positions on the same run stop at the first state with an entry. A
-/// lower bound only makes fewer slices accepted whole: answers never depend on the memo.
+/// states (the characters of a `maxLength` string) would cost one layer per character
+/// from every one of their positions, so each state that is a whole layer (after at
+/// least one character) keeps a lower bound of its capped depth (every later layer is
+/// reached through it), and a later search stops at such a state when its entry puts
+/// the depth past [`EXACT`] + 1 (the next position of a long string stops one character
+/// in). A lower bound only makes fewer slices accepted whole: answers never depend on
+/// the memo.
 ///
 /// With `excluded` characters ([`Excluded::at`] the state), the search reads the other
 /// safe characters and every state on the way must refuse the first byte of each
@@ -1243,10 +1245,11 @@ fn search_depth(
     let mut layer: StateSet = smallvec::smallvec![state];
     let mut open = false;
     let mut exact_layers = true;
-    // States that are a whole layer past `EXACT` characters, with their depth.
+    // States that are a whole layer (after at least one character), with their depth.
     let mut run: Vec<(usize, StateId)> = Vec::new();
     let mut depth = 0;
     let mut unbounded = false;
+    let mut rejects_longer = false;
     let reps = class_reps(dfa);
     let found = loop {
         if depth >= cap {
@@ -1258,20 +1261,21 @@ fn search_depth(
             unbounded = true;
             break cap;
         }
-        if depth > EXACT && layer.len() == 1 {
+        if depth > 0 && layer.len() == 1 {
             let s = layer[0];
             match known(s) {
                 UNKNOWN_DEPTH => run.push((depth, s)),
-                m => break cap.min(depth + m as usize),
+                // A lower bound ends the search where it puts the depth past the slices
+                // read exactly (only the depth matters there, not `rejects_longer`).
+                m if depth > EXACT || depth + m as usize > EXACT + 1 => {
+                    break cap.min(depth + m as usize)
+                }
+                _ => {}
             }
         }
         let step = step_char(dfa, exits, reps, &layer, reference);
         let Some(next) = step.next else {
-            if run.is_empty() {
-                let rejects_longer =
-                    depth > 0 && exact_layers && !open && refuses_every_char(dfa, &layer);
-                return (SafeDepth { depth, rejects_longer }, open);
-            }
+            rejects_longer = depth > 0 && exact_layers && !open && refuses_every_char(dfa, &layer);
             break depth;
         };
         open |= step.open;
@@ -1304,7 +1308,7 @@ fn search_depth(
             }
         }
     }
-    (SafeDepth { depth: found, rejects_longer: false }, open)
+    (SafeDepth { depth: found, rejects_longer }, open)
 }
 
 #[cfg(test)]

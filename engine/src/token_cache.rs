@@ -349,10 +349,12 @@ pub(crate) fn classify(
         let depth = safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
         // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
-        if covered <= EXACT {
+        if covered <= EXACT && !excluded.is_empty() {
             // Not every slice is covered: a pattern whose characters mostly stay among a
             // few states takes every slice without its refused and diverting characters,
-            // and walks the tokens holding a diverting one.
+            // and walks the tokens holding a diverting one. (Where every safe character
+            // is read, the slices fall short because of a bounded length: a chain of
+            // states, no such closure.)
             let split = diverted(dfa, view.exits, state, &excluded).and_then(|d| {
                 let union = slicing.union_without(EXACT + 1, &d.excluded)?;
                 Some((union, slicing.holding(sorted, d.diverting)?))

@@ -582,6 +582,10 @@ fn string_vocab() -> Vocabulary {
         tokens.push(format!("{}\"", "b".repeat(n)).into_bytes());
         tokens.push(format!("{}\",\"", "x".repeat(n)).into_bytes());
     }
+    // Runs longer than the slices read exactly (31 characters).
+    for n in [33, 45, 60] {
+        tokens.push("a".repeat(n).into_bytes());
+    }
     for t in [
         "\"",
         "{",
