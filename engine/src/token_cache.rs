@@ -243,6 +243,19 @@ pub(crate) enum Start {
     },
 }
 
+impl Start {
+    /// The walk's level at the start, with the callee's frame pushed to `frames`.
+    fn level(self, frames: &mut Frames) -> Level {
+        match self {
+            Start::At(state) => Level::at(state),
+            Start::InCallee { callee, state, to } => {
+                frames.push((callee, to));
+                Level::in_frame(state, 0, false)
+            }
+        }
+    }
+}
+
 /// Reads byte `b` (the `d`-th of the token) from `lv`: the next level, or whether the
 /// refused token is context-dependent. At `d == 0` leaving the starting automaton (a
 /// call, the end of the rule, the callee's return) is the business of the closure's
@@ -335,12 +348,10 @@ pub(crate) fn classify(
     let mut dependent: Vec<u32> = Vec::new();
     let mut sliced = None;
     let mut frames = Frames::new();
-    let (level, state) = match start {
-        Start::At(state) => (Level::at(state), Some(state)),
-        Start::InCallee { callee, state, to } => {
-            frames.push((callee, to));
-            (Level::in_frame(state, 0, false), None)
-        }
+    let level = start.level(&mut frames);
+    let state = match start {
+        Start::At(state) => Some(state),
+        Start::InCallee { .. } => None,
     };
     let dfa = view.dfa;
     let slices = state.and_then(|state| {
@@ -466,13 +477,7 @@ pub(crate) fn classify_listed(
     positions: &[u32],
 ) -> ParentMask {
     let mut frames = Frames::new();
-    let level = match start {
-        Start::At(state) => Level::at(state),
-        Start::InCallee { callee, state, to } => {
-            frames.push((callee, to));
-            Level::in_frame(state, 0, false)
-        }
-    };
+    let level = start.level(&mut frames);
     let listed = Listed { sorted: vocab.sorted(), positions };
     let (mut accepted, mut dependent) = (Vec::new(), Vec::new());
     walk(&view, &mut frames, level, &listed, &mut accepted, &mut dependent, None);
