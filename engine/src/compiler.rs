@@ -272,6 +272,7 @@ impl Compiler {
         let mut token_index: HashMap<TokenSet, TokenSetId> = HashMap::new();
         let mut automata = Vec::with_capacity(grammar.rules.len());
         let mut total_states = 0usize;
+        let classes = passes::ClassTable::of(&grammar);
         for rule in &grammar.rules {
             deadline.check("automaton construction")?;
             let mut intern = |set: &TokenSet| {
@@ -280,22 +281,17 @@ impl Compiler {
                     TokenSetId((token_sets.len() - 1) as u32)
                 })
             };
-            let nfa =
-                Nfa::build(&rule.body, limits.max_automaton_states, &mut intern).map_err(|e| {
-                    match e {
-                        NfaError::TooManyStates(max) => CompileError::Limit {
-                            name: "automaton_states",
-                            message: format!(
-                                "rule `{}` needs more than {max} NFA states",
-                                rule.name
-                            ),
-                        },
-                        NfaError::Unlowered(what) => CompileError::Unsupported(format!(
-                            "rule `{}` still holds a {what} after the passes",
-                            rule.name
-                        )),
-                    }
-                })?;
+            let max = limits.max_automaton_states;
+            let nfa = Nfa::build(&rule.body, &classes, max, &mut intern).map_err(|e| match e {
+                NfaError::TooManyStates(max) => CompileError::Limit {
+                    name: "automaton_states",
+                    message: format!("rule `{}` needs more than {max} NFA states", rule.name),
+                },
+                NfaError::Unlowered(what) => CompileError::Unsupported(format!(
+                    "rule `{}` still holds a {what} after the passes",
+                    rule.name
+                )),
+            })?;
             let budget = limits.max_automaton_states.saturating_sub(total_states);
             // Work budget of subset construction: unbounded, except for a rule with
             // inlined bodies (see `PassConfig::inlined_work_factor`).

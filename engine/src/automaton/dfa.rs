@@ -752,7 +752,8 @@ fn refine(dfa: &Dfa, initial: &[u32], deadline: &Deadline) -> Result<(Vec<u32>, 
         // blocks, the splitter's own included), then taken symbol by symbol.
         incoming.clear();
         for &t in &elems[start[splitter] as usize..end[splitter] as usize] {
-            incoming.extend_from_slice(&inv[off[t as usize] as usize..off[t as usize + 1] as usize]);
+            incoming
+                .extend_from_slice(&inv[off[t as usize] as usize..off[t as usize + 1] as usize]);
         }
         incoming.sort_unstable();
         let mut i = 0;
@@ -852,7 +853,9 @@ mod tests {
     fn same_partition(a: &[u32], b: &[u32]) -> bool {
         let mut ab: HashMap<u32, u32> = HashMap::new();
         let mut ba: HashMap<u32, u32> = HashMap::new();
-        a.iter().zip(b).all(|(&x, &y)| *ab.entry(x).or_insert(y) == y && *ba.entry(y).or_insert(x) == x)
+        a.iter()
+            .zip(b)
+            .all(|(&x, &y)| *ab.entry(x).or_insert(y) == y && *ba.entry(y).or_insert(x) == x)
     }
 
     fn arbitrary_dfa() -> impl Strategy<Value = (Dfa, Vec<u32>)> {
@@ -866,7 +869,9 @@ mod tests {
                 .prop_map(move |(trans, accepting, calls)| {
                     let calls: Vec<SmallVec<[(RuleId, StateId); 1]>> = calls
                         .iter()
-                        .map(|c| c.iter().map(|&(r, t)| (RuleId::new(r as usize), StateId(t))).collect())
+                        .map(|c| {
+                            c.iter().map(|&(r, t)| (RuleId::new(r as usize), StateId(t))).collect()
+                        })
                         .collect();
                     let initial = accepting.iter().map(|&a| a as u32).collect();
                     let mut class_of = [0u8; 256];

@@ -1,5 +1,6 @@
-//! Thompson construction: one rule body (after the passes, so byte-level only) to an NFA
-//! whose edges read a byte range, call another rule, or read one whole token of a set.
+//! Thompson construction: one rule body (after the passes) to an NFA whose edges read a
+//! byte range, call another rule, or read one whole token of a set. Character classes
+//! are read as their UTF-8 byte automata, lowered once per grammar ([`ClassTable`]).
 //!
 //! Cost: linear in the size of the expression with repetitions expanded, so `x{0,n}`
 //! costs `n` copies of `x`. The builder counts states and stops at the configured limit.
@@ -13,6 +14,7 @@
 
 use super::{mix, SetHasher};
 use crate::ids::TokenSetId;
+use crate::passes::ClassTable;
 use grammask_syntax::ir::{Expr, RuleId};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -53,9 +55,11 @@ pub(crate) enum NfaError {
 }
 
 impl Nfa {
-    /// Builds the NFA of `body`; `token_set` interns the token sets it meets.
+    /// Builds the NFA of `body`, whose classes are in `classes`; `token_set` interns the
+    /// token sets it meets.
     pub(crate) fn build(
         body: &Expr,
+        classes: &ClassTable,
         max_states: usize,
         token_set: &mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
     ) -> Result<Nfa, NfaError> {
@@ -64,6 +68,7 @@ impl Nfa {
             edges: Vec::new(),
             max_states,
             token_set,
+            classes,
             built: HashMap::default(),
             built_log: Vec::new(),
         };
@@ -131,6 +136,7 @@ struct Builder<'a, 'e> {
     edges: Vec<(usize, Edge)>,
     max_states: usize,
     token_set: &'a mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
+    classes: &'e ClassTable,
     /// Items built into a target from an entry state of their own: the item and its entry.
     built: HashMap<BuiltKey, (&'e Expr, NfaState), BuildHasherDefault<SetHasher>>,
     /// The keys of `built` in insertion order, to forget entries whose states are undone.
@@ -198,7 +204,11 @@ impl<'e> Builder<'_, 'e> {
                 }
                 ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi)))
             }
-            Expr::Class(_) => return Err(NfaError::Unlowered("character class")),
+            Expr::Class(class) => {
+                let lowered =
+                    self.classes.get(class).ok_or(NfaError::Unlowered("character class"))?;
+                self.expr(lowered, from, to)?
+            }
             Expr::Seq(items) => {
                 // From the last item back: each item's target is already final, so equal
                 // suffixes meet equal keys.
@@ -278,7 +288,7 @@ mod tests {
     use super::*;
 
     fn build(e: &Expr) -> Nfa {
-        Nfa::build(e, 1_000, &mut |_| TokenSetId(0)).unwrap()
+        Nfa::build(e, &ClassTable::default(), 1_000, &mut |_| TokenSetId(0)).unwrap()
     }
 
     /// Whether the NFA spells `text` (bytes and epsilons only).

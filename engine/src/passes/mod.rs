@@ -13,6 +13,7 @@ pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
 pub use inline_rules::{inline_rules, is_counted_run, recursive_rules, COUNTED_RUN_MIN};
 pub use lower_char_classes::lower_char_classes;
+pub(crate) use lower_char_classes::{lowered_size, ClassTable};
 pub use outline_repetitions::outline_repetitions;
 pub use remove_dead_rules::remove_dead_rules;
 
@@ -70,12 +71,15 @@ impl Default for PassConfig {
 ///    bodies, so most grammars become a few recursive rules (fewer stacks at run time);
 ///    long counted runs of one character stay calls ([`is_counted_run`]).
 /// 3. [`remove_dead_rules`] again: rules inlined everywhere disappear.
-/// 4. [`lower_char_classes`]: character classes become UTF-8 byte ranges, so tokens
-///    that end inside a multi-byte character are matched exactly.
-/// 5. [`fuse_sequences`]: nested sequences and choices are flattened, adjacent byte
+/// 4. [`fuse_sequences`]: nested sequences and choices are flattened, adjacent byte
 ///    strings fused.
-/// 6. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
+/// 5. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
+///
+/// Character classes stay classes: automaton construction reads each as its UTF-8 byte
+/// automaton, lowered once per distinct class ([`lower_char_classes`]), so tokens that
+/// end inside a multi-byte character are matched exactly while the passes copy and walk
+/// one node per class.
 ///
 /// The `deadline` is checked between passes and inside left-recursion elimination; a
 /// spent budget is [`CompileError::Limit`] `compile_time`.
@@ -90,8 +94,6 @@ pub fn run(
     let grammar = inline_rules(grammar, config);
     deadline.check("rule inlining")?;
     let grammar = remove_dead_rules(grammar);
-    let grammar = lower_char_classes(grammar);
-    deadline.check("character class lowering")?;
     let grammar = fuse_sequences(grammar);
     let grammar = outline_repetitions(grammar);
     deadline.check("repetition outlining")?;

@@ -4,9 +4,14 @@
 //! times (`x{0,1000}` expands to 1000 copies of `x`) repeats a call of a rule holding the
 //! body instead. Each copy then costs a call edge and a state, so automaton size grows
 //! linearly in the bound with a small constant, and the body's own automaton exists once.
-//! Runs after class lowering, when body sizes are close to automaton sizes.
+//! Sizes count a character class as its UTF-8 byte automaton ([`lowered_size`]), so they
+//! stay close to automaton sizes.
 
-use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
+use super::lowered_size;
+use crate::automaton::SetHasher;
+use grammask_syntax::ir::{CharClass, Expr, Grammar, Rule, RuleId, Span};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 /// Bodies at most this large (IR nodes) are always copied: a character of a JSON string
 /// (about 35 nodes once lowered to UTF-8) stays in place, so the characters of a
@@ -20,25 +25,36 @@ pub const MAX_EXPANSION: usize = 4_096;
 pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
     let mut new_rules: Vec<Rule> = Vec::new();
     let first_new = grammar.rules.len();
+    // The lowered size of each distinct class, by class.
+    let mut sizes: HashMap<CharClass, usize, BuildHasherDefault<SetHasher>> = HashMap::default();
     for r in 0..grammar.rules.len() {
         let name = grammar.rules[r].name.clone();
         let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
-        outline(&mut body, &name, first_new, &mut new_rules);
+        outline(&mut body, &name, first_new, &mut new_rules, &mut sizes);
         grammar.rules[r].body = body;
     }
     grammar.rules.extend(new_rules);
     grammar
 }
 
-/// Outlines inside `expr`; returns its size afterwards ([`Expr::size`], computed on the
-/// way up so nested repetitions are not measured again).
-fn outline(expr: &mut Expr, owner: &str, first_new: usize, new_rules: &mut Vec<Rule>) -> usize {
+/// Outlines inside `expr`; returns its size afterwards ([`Expr::size`] with classes
+/// lowered, computed on the way up so nested repetitions are not measured again).
+fn outline(
+    expr: &mut Expr,
+    owner: &str,
+    first_new: usize,
+    new_rules: &mut Vec<Rule>,
+    sizes: &mut HashMap<CharClass, usize, BuildHasherDefault<SetHasher>>,
+) -> usize {
     match expr {
         Expr::Seq(items) | Expr::Choice(items) => {
-            1 + items.iter_mut().map(|e| outline(e, owner, first_new, new_rules)).sum::<usize>()
+            1 + items
+                .iter_mut()
+                .map(|e| outline(e, owner, first_new, new_rules, sizes))
+                .sum::<usize>()
         }
         Expr::Repeat { expr: body, min, max } => {
-            let size = outline(body, owner, first_new, new_rules);
+            let size = outline(body, owner, first_new, new_rules, sizes);
             let copies = max.unwrap_or(min.saturating_add(1)).max(*min) as usize;
             if copies > 1
                 && size > MAX_COPIED_BODY
@@ -57,6 +73,10 @@ fn outline(expr: &mut Expr, owner: &str, first_new: usize, new_rules: &mut Vec<R
             }
             1 + size
         }
+        Expr::Class(class) => match sizes.get(class) {
+            Some(&size) => size,
+            None => *sizes.entry(class.clone()).or_insert(lowered_size(class)),
+        },
         _ => 1,
     }
 }
