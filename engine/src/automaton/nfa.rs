@@ -10,7 +10,11 @@
 //! reuses that item's entry state instead of new states. Sub-automata are thereby shared
 //! where the rest of the rule is the same (a member written once per way of reaching it
 //! in an object with optional members, the tail after each of them), so subset
-//! construction meets each such suffix once instead of once per copy.
+//! construction meets each such suffix once instead of once per copy. An unbounded
+//! repetition loops on a state of its own (its entry, or its last mandatory copy's
+//! target), and an item built in place (a sequence's first, an alternative) that equals
+//! one built into the same target steps into that one's entry: `x ("," x)*` (every
+//! array and object of a schema) holds `x` once.
 
 use super::{mix, SetHasher};
 use crate::ids::TokenSetId;
@@ -161,14 +165,10 @@ impl<'e> Builder<'_, 'e> {
     fn shared_item(&mut self, item: &'e Expr, to: NfaState) -> Result<(NfaState, u64), NfaError> {
         let (states, edges, log) = (self.states, self.edges.len(), self.built_log.len());
         let entry = self.state()?;
-        let hash = self.expr(item, entry, to)?;
+        let hash = self.build(item, entry, to, true)?;
         if let Some(&(earlier, earlier_entry)) = self.built.get(&(hash, to)) {
             if earlier == item {
-                self.states = states;
-                self.edges.truncate(edges);
-                for key in self.built_log.drain(log..) {
-                    self.built.remove(&key);
-                }
+                self.undo(states, edges, log);
                 return Ok((earlier_entry, hash));
             }
             return Ok((entry, hash));
@@ -178,9 +178,53 @@ impl<'e> Builder<'_, 'e> {
         Ok((entry, hash))
     }
 
+    /// Builds `item` from `from` (a state with edges of its own) into `to`; when an
+    /// equal item of more than a few states was built into `to` from an entry of its
+    /// own, the copy is undone and `from` steps into that entry instead (the first item
+    /// of `x ("," x)*`, whose loop built `x` into the same state).
+    fn direct_item(
+        &mut self,
+        item: &'e Expr,
+        from: NfaState,
+        to: NfaState,
+    ) -> Result<u64, NfaError> {
+        let (states, edges, log) = (self.states, self.edges.len(), self.built_log.len());
+        let hash = self.expr(item, from, to)?;
+        if self.states - states > 2 {
+            if let Some(&(earlier, earlier_entry)) = self.built.get(&(hash, to)) {
+                if earlier == item {
+                    self.undo(states, edges, log);
+                    self.edge(from, Edge::Epsilon(earlier_entry));
+                }
+            }
+        }
+        Ok(hash)
+    }
+
+    /// Forgets the states, edges and shared entries added since the given counts.
+    fn undo(&mut self, states: u32, edges: usize, log: usize) {
+        self.states = states;
+        self.edges.truncate(edges);
+        for key in self.built_log.drain(log..) {
+            self.built.remove(&key);
+        }
+    }
+
     /// Adds states and edges so that paths from `from` to `to` spell `expr`; returns a
     /// structural hash of `expr`.
     fn expr(&mut self, expr: &'e Expr, from: NfaState, to: NfaState) -> Result<u64, NfaError> {
+        self.build(expr, from, to, false)
+    }
+
+    /// [`Builder::expr`]; `fresh`: `from` is an entry state of its own, with no edges
+    /// yet, so an unbounded repetition may loop on it.
+    fn build(
+        &mut self,
+        expr: &'e Expr,
+        from: NfaState,
+        to: NfaState,
+        fresh: bool,
+    ) -> Result<u64, NfaError> {
         let hash = match expr {
             Expr::Empty => {
                 self.edge(from, Edge::Epsilon(to));
@@ -216,7 +260,7 @@ impl<'e> Builder<'_, 'e> {
                 let mut target = to;
                 for (i, item) in items.iter().enumerate().rev() {
                     let h = if i == 0 {
-                        self.expr(item, from, target)?
+                        self.direct_item(item, from, target)?
                     } else {
                         let (entry, h) = self.shared_item(item, target)?;
                         target = entry;
@@ -232,7 +276,7 @@ impl<'e> Builder<'_, 'e> {
             Expr::Choice(alternatives) => {
                 let mut hash = 5;
                 for alternative in alternatives {
-                    hash = mix(hash, self.expr(alternative, from, to)?);
+                    hash = mix(hash, self.direct_item(alternative, from, to)?);
                 }
                 hash
             }
@@ -254,6 +298,14 @@ impl<'e> Builder<'_, 'e> {
                     cur = next;
                 }
                 match max {
+                    None if *min > 0 || fresh => {
+                        // A loop on a state of the repetition's own (the last copy's
+                        // target, or a fresh entry): what follows the loop meets the same
+                        // target as the copies before it, and shares their states (the
+                        // two `x` of `x ("," x)*` are one).
+                        inner = self.expr(expr, cur, cur)?;
+                        self.edge(cur, Edge::Epsilon(to));
+                    }
                     None => {
                         // A loop through a fresh state, so the loop cannot leak into `from`'s
                         // other edges.
@@ -341,6 +393,31 @@ mod tests {
         assert_eq!(build(&shared).len(), 5);
         assert_eq!(build(&distinct).len(), 8);
         assert!(accepts(&build(&shared), b"bxyz") && !accepts(&build(&shared), b"bxyw"));
+    }
+
+    #[test]
+    fn a_separated_list_holds_its_item_once() {
+        let list = |first: &str, next: &str| {
+            let items =
+                Expr::seq(vec![lit(first), Expr::star(Expr::seq(vec![lit(","), lit(next)]))]);
+            Expr::seq(vec![lit("["), Expr::repeat(items, 0, Some(1)), lit("]")])
+        };
+        // Start, accept, the entries of `]`, of the optional items and of the loop, and
+        // one copy of `item` (its entry and three inner states): the first item steps
+        // into the entry of the one the loop built.
+        let shared = build(&list("item", "item"));
+        assert_eq!(shared.len(), 9);
+        assert_eq!(build(&list("item", "itex")).len(), 12);
+        for (text, ok) in [
+            (&b"[item]"[..], true),
+            (b"[item,item,item]", true),
+            (b"[]", true),
+            (b"[,item]", false),
+            (b"[item,]", false),
+            (b"[itemitem]", false),
+        ] {
+            assert_eq!(accepts(&shared, text), ok, "{}", String::from_utf8_lossy(text));
+        }
     }
 
     #[test]
