@@ -2,7 +2,8 @@
 //! against it, filling token bitmasks.
 //!
 //! - [`passes`]: IR → IR transformations, the pipeline in one place.
-//! - [`automaton`]: per-rule byte automata (NFA → minimized DFA whose states can all finish).
+//! - [`automaton`]: per-rule byte automata (NFA sharing equal parts → DFA whose states can
+//!   all finish; minimized on request).
 //! - [`compiler`]: [`Compiler`], [`CompiledGrammar`] (serializable) and the [`Limits`].
 //! - [`deadline`]: the compile time budget, checked cooperatively.
 //! - `cache`: [`GrammarCache`], compiled grammars by content, memory-bounded.

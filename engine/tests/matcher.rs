@@ -324,6 +324,44 @@ fn mask_cache_changes_speed_never_answers() {
     assert!(bounded.mask_cache_memory() > 0, "entries that fit are stored");
 }
 
+/// Minimization (opt-in) merges equivalent states the NFA builder cannot see as equal
+/// (the same language spelled two ways), and changes no mask.
+#[test]
+fn minimized_automata_give_the_same_masks() {
+    let v = vocab();
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    // `1 ([0-9] | "\"" ...)` twice, once with the digits as a class, once spelled out.
+    let digits = Expr::class(false, vec![('0', '9')]);
+    let spelled = Expr::choice(('0'..='9').map(|c| Expr::literal(&c.to_string())).collect());
+    let tail = |d: Expr| Expr::seq(vec![Expr::literal("["), Expr::star(d), Expr::literal("]")]);
+    b.define(
+        root,
+        Expr::choice(vec![
+            Expr::seq(vec![Expr::literal("1"), tail(digits)]),
+            Expr::seq(vec![Expr::literal("23"), tail(spelled)]),
+        ]),
+    );
+    let grammar = b.finish(root).unwrap();
+    let plain = compile(&grammar, &v);
+    let minimized = Compiler::new(&v).with_config(config_minimized());
+    let minimized = minimized.compile_grammar(&grammar).unwrap();
+    assert!(
+        minimized.num_states() < plain.num_states(),
+        "{} states minimized, {} not",
+        minimized.num_states(),
+        plain.num_states()
+    );
+    masked_walks_agree(&[plain, minimized], 0x2545_F491_4F6C_DD1D, 30, 12, || {});
+    let grammar = nested_lists();
+    let minimized = Compiler::new(&v).with_config(config_minimized()).compile_grammar(&grammar);
+    masked_walks_agree(&[compile(&grammar, &v), minimized.unwrap()], 0x9E37_79B9, 30, 20, || {});
+}
+
+fn config_minimized() -> grammask_engine::CompilerConfig {
+    grammask_engine::CompilerConfig { minimize: true, ..Default::default() }
+}
+
 /// The built-in JSON grammar (recursive: values, objects, arrays and strings are rules
 /// of their own) with tokens that close a string, a value or several at once: the
 /// classifications one frame deeper ([`grammask_engine`]'s parent entries, reused across

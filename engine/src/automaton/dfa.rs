@@ -10,9 +10,9 @@
 //! every DFA state can still finish its rule (the start state aside, when the rule cannot
 //! finish at all): the mask never allows a token that leads into a dead end.
 //!
-//! Minimization is Hopcroft's partition refinement (states with the same acceptance, the
-//! same call and token-set symbols, and transitions into the same blocks merge), for
-//! automata of up to 256 states.
+//! Minimization, when asked for ([`crate::CompilerConfig::minimize`]), is Hopcroft's
+//! partition refinement (states with the same acceptance, the same call and token-set
+//! symbols, and transitions into the same blocks merge), for automata of up to 256 states.
 
 use super::nfa::{Edge, Nfa, NfaState};
 use super::SetHasher;
@@ -248,13 +248,14 @@ impl Dfa {
         })
     }
 
-    /// Determinizes and minimizes `nfa`.
+    /// Determinizes `nfa`, and minimizes the result when `minimize` says so.
     /// The `deadline` is checked every 256 states of subset construction and every 4,096
     /// splitters of minimization.
     pub(crate) fn from_nfa(
         nfa: &Nfa,
         max_states: usize,
         max_work: usize,
+        minimize: bool,
         deadline: &Deadline,
     ) -> Result<Dfa, DfaError> {
         let raw = determinize(nfa, max_states, max_work, deadline)?;
@@ -263,7 +264,11 @@ impl Dfa {
         // is. Large automata come near-minimal out of determinization: their NFA shares
         // equal suffixes ([`super::nfa`]), and what is left is mostly chains (bounded
         // repetitions, literals) with nothing to merge.
-        let mut dfa = if raw.len() <= MINIMIZE_MAX_STATES { minimize(raw, deadline)? } else { raw };
+        let mut dfa = if minimize && raw.len() <= MINIMIZE_MAX_STATES {
+            self::minimize(raw, deadline)?
+        } else {
+            raw
+        };
         dfa.reads_input = (0..dfa.len())
             .map(|s| {
                 let s = StateId::new(s);

@@ -1,8 +1,8 @@
 //! `matcher`: a grammar generated from the fuzzer's bytes ([`crate::gen`], driven by a
 //! [`ByteSource`]) over one of 65,536 small random vocabularies, compiled twice (the
-//! default configuration, and a variant: no mask cache, no inlining, a serialize /
-//! deserialize round trip, or a mask cache of 256 bytes that keeps almost nothing), then
-//! a sequence of fuzzer-chosen operations (accept an
+//! default configuration, and a variant: no mask cache, no inlining with minimized
+//! automata, a serialize / deserialize round trip, or a mask cache of 256 bytes that
+//! keeps almost nothing), then a sequence of fuzzer-chosen operations (accept an
 //! allowed or any token, accept bytes, rollback, reset, fork and switch matchers,
 //! validate tokens, jump-forward bytes, next bytes) on a small pool of matchers. After
 //! every operation:
@@ -247,6 +247,7 @@ fn compile(
         1 => {
             other.passes.inline_max_rule_size = 0;
             other.passes.inline_max_caller_size = 0;
+            other.minimize = true;
         }
         3 => other.limits.max_mask_cache_bytes = 256,
         _ => {}
