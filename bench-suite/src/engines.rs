@@ -133,10 +133,23 @@ pub fn eos_of(vocab: &Vocabulary) -> Result<u32, String> {
     vocab.stop_tokens().first().copied().ok_or_else(|| "the vocabulary has no stop token".into())
 }
 
+/// Default bound of grammask's compiled-grammar cache for warm compiles, bytes.
+pub const GRAMMAR_CACHE_BYTES: usize = 1 << 30;
+
 /// Builds an engine by name for `vocab`.
 pub fn build(name: &str, vocab: &Arc<Vocabulary>) -> Result<Box<dyn Engine>, String> {
+    build_with(name, vocab, GRAMMAR_CACHE_BYTES)
+}
+
+/// [`build`], with grammask's compiled-grammar cache bounded to `grammar_cache_bytes`
+/// (0: warm compiles keep nothing).
+pub fn build_with(
+    name: &str,
+    vocab: &Arc<Vocabulary>,
+    grammar_cache_bytes: usize,
+) -> Result<Box<dyn Engine>, String> {
     match name {
-        "grammask" => Ok(Box::new(Grammask::new(vocab.clone()))),
+        "grammask" => Ok(Box::new(Grammask::with_cache(vocab.clone(), grammar_cache_bytes))),
         #[cfg(feature = "peers")]
         "llguidance" => Ok(Box::new(peers::Llguidance::new(vocab)?)),
         #[cfg(feature = "peers")]
@@ -160,8 +173,13 @@ impl Grammask {
     /// Set up for `vocab`: the vocabulary-level data is built here, once per tokenizer,
     /// as a server does at startup (llguidance's slicer likewise, in its setup).
     pub fn new(vocab: Arc<Vocabulary>) -> Self {
+        Grammask::with_cache(vocab, GRAMMAR_CACHE_BYTES)
+    }
+
+    /// [`Grammask::new`] with the compiled-grammar cache bounded to `bytes`.
+    pub fn with_cache(vocab: Arc<Vocabulary>, bytes: usize) -> Self {
         grammask::prepare_vocabulary(&vocab);
-        Grammask { vocab, cache: Arc::new(GrammarCache::new(1 << 30)) }
+        Grammask { vocab, cache: Arc::new(GrammarCache::new(bytes)) }
     }
 }
 

@@ -109,6 +109,12 @@ enum Command {
         /// Address-space cap of each timing worker, MiB (0: none).
         #[arg(long, default_value_t = 8192)]
         mem_mb: u64,
+        /// Bound of grammask's compiled-grammar cache in each timing worker, MiB: the
+        /// warm compiles keep grammars (with the mask caches their walks filled) up to it
+        /// across schemas (0: nothing is kept, and no earlier schema's memory stays in
+        /// the worker's heap during the next cold compile).
+        #[arg(long, default_value_t = 1024)]
+        grammar_cache_mb: usize,
         /// Write the vocabulary, schemas and token sequences walked (JSONL), for
         /// `bench-suite/scripts/xgrammar_steps.py`.
         #[arg(long, requires = "vocab")]
@@ -168,6 +174,8 @@ enum Command {
         vocab: String,
         #[arg(long, default_value_t = 0)]
         mem_mb: u64,
+        #[arg(long, default_value_t = 1024)]
+        grammar_cache_mb: usize,
     },
 }
 
@@ -230,6 +238,7 @@ fn main() {
             engines,
             jobs,
             mem_mb,
+            grammar_cache_mb,
             export_steps,
             details,
             filter,
@@ -245,6 +254,7 @@ fn main() {
                 jobs,
                 deadline: std::time::Duration::from_secs_f64(timeout),
                 mem_mb,
+                grammar_cache_mb,
                 export_steps,
                 details,
                 progress,
@@ -292,7 +302,9 @@ fn main() {
                 1
             }
         },
-        Command::Worker { engine, vocab, mem_mb } => timing::worker_main(&engine, &vocab, mem_mb),
+        Command::Worker { engine, vocab, mem_mb, grammar_cache_mb } => {
+            timing::worker_main(&engine, &vocab, mem_mb, grammar_cache_mb)
+        }
     };
     std::process::exit(code);
 }

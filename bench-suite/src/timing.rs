@@ -49,13 +49,14 @@ pub fn limit_memory(mb: u64) {
     }
 }
 
-/// The worker: `grammask-bench worker --engine E --vocab V --mem-mb M`.
-pub fn worker_main(engine: &str, vocab_spec: &str, mem_mb: u64) -> i32 {
+/// The worker: `grammask-bench worker --engine E --vocab V --mem-mb M
+/// --grammar-cache-mb C`.
+pub fn worker_main(engine: &str, vocab_spec: &str, mem_mb: u64, grammar_cache_mb: usize) -> i32 {
     limit_memory(mem_mb);
     let setup = || -> Result<_, String> {
         let vocab = Arc::new(Vocabulary::load(vocab_spec).map_err(|e| e.to_string())?);
         let eos = eos_of(&vocab)?;
-        let engine = engines::build(engine, &vocab)?;
+        let engine = engines::build_with(engine, &vocab, grammar_cache_mb << 20)?;
         Ok((engine, eos))
     };
     let (mut engine, eos) = match setup() {
@@ -154,6 +155,8 @@ pub struct WorkerSpec {
     pub vocab: String,
     /// Address-space cap per worker, MiB.
     pub mem_mb: u64,
+    /// Bound of grammask's compiled-grammar cache per worker, MiB.
+    pub grammar_cache_mb: usize,
 }
 
 impl Worker {
@@ -163,6 +166,7 @@ impl Worker {
         let mut child = Command::new(exe)
             .args(["worker", "--engine", engine, "--vocab", &spec.vocab])
             .args(["--mem-mb", &spec.mem_mb.to_string()])
+            .args(["--grammar-cache-mb", &spec.grammar_cache_mb.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -250,6 +254,8 @@ pub struct TimingOptions {
     pub deadline: Duration,
     /// Address-space cap per worker, MiB.
     pub mem_mb: u64,
+    /// Bound of grammask's compiled-grammar cache per worker, MiB.
+    pub grammar_cache_mb: usize,
     /// Write the vocabulary, schemas and token sequences here (JSONL).
     pub export_steps: Option<std::path::PathBuf>,
     /// Write every (file, engine) answer with its step times here (JSONL).
@@ -385,7 +391,11 @@ pub fn run(files: &[std::path::PathBuf], o: &TimingOptions) -> Result<Value, Str
         start.elapsed().as_secs_f64(),
         o.engines.join(",")
     );
-    let spec = WorkerSpec { vocab: o.vocab.clone(), mem_mb: o.mem_mb };
+    let spec = WorkerSpec {
+        vocab: o.vocab.clone(),
+        mem_mb: o.mem_mb,
+        grammar_cache_mb: o.grammar_cache_mb,
+    };
     let n_engines = o.engines.len();
     let total = jobs.len() * n_engines;
     let next = AtomicUsize::new(0);
@@ -655,6 +665,7 @@ fn report(
     json!({
         "vocab": o.vocab, "engines_run": o.engines, "jobs": o.jobs,
         "deadline_s": o.deadline.as_secs_f64(), "mem_mb": o.mem_mb,
+        "grammar_cache_mb": o.grammar_cache_mb,
         "timing_schemas": jobs.len(), "timing_unreadable": unreadable,
         "timing_wall_s": wall_s.round(),
         "ttfm_us": first.map(|a| Summary::of(&a.ttfm).to_json()),
