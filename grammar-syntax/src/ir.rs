@@ -242,22 +242,24 @@ impl Expr {
     /// This expression with every reference to a rule `r` renumbered to `new_id[r]`; a
     /// reference to a rule whose `new_id` is `None` (a dropped rule) becomes the empty
     /// class, which matches nothing.
-    pub fn renumber_rules(self, new_id: &[Option<RuleId>]) -> Expr {
+    pub fn renumber_rules(mut self, new_id: &[Option<RuleId>]) -> Expr {
+        self.renumber_rules_in_place(new_id);
+        self
+    }
+
+    /// [`Expr::renumber_rules`] in place: nothing is allocated but the empty classes of
+    /// dropped references.
+    pub fn renumber_rules_in_place(&mut self, new_id: &[Option<RuleId>]) {
         match self {
             Expr::Rule(r) => match new_id[r.index()] {
-                Some(id) => Expr::Rule(id),
-                None => Expr::Class(CharClass::new(false, [])),
+                Some(id) => *r = id,
+                None => *self = Expr::Class(CharClass::new(false, [])),
             },
-            Expr::Seq(items) => {
-                Expr::Seq(items.into_iter().map(|e| e.renumber_rules(new_id)).collect())
+            Expr::Seq(items) | Expr::Choice(items) => {
+                items.iter_mut().for_each(|e| e.renumber_rules_in_place(new_id))
             }
-            Expr::Choice(items) => {
-                Expr::Choice(items.into_iter().map(|e| e.renumber_rules(new_id)).collect())
-            }
-            Expr::Repeat { expr, min, max } => {
-                Expr::Repeat { expr: Box::new(expr.renumber_rules(new_id)), min, max }
-            }
-            other => other,
+            Expr::Repeat { expr, .. } => expr.renumber_rules_in_place(new_id),
+            _ => {}
         }
     }
 

@@ -9,53 +9,61 @@ use grammask_syntax::ir::{Expr, Grammar};
 /// Flattens sequences and choices and fuses adjacent byte strings.
 pub fn fuse_sequences(mut grammar: Grammar) -> Grammar {
     for rule in &mut grammar.rules {
-        let body = std::mem::replace(&mut rule.body, Expr::Empty);
-        rule.body = fuse(body);
+        fuse_in_place(&mut rule.body);
     }
     grammar
 }
 
-fn fuse(expr: Expr) -> Expr {
+/// [`fuse_in_place`] on an owned expression.
+#[cfg(test)]
+fn fuse(mut expr: Expr) -> Expr {
+    fuse_in_place(&mut expr);
+    expr
+}
+
+/// Fuses `expr` in place: a node is rebuilt only when it has something to flatten, drop
+/// or fuse (most sequences and choices once their items are done), so a walk over an
+/// already fused tree allocates nothing.
+fn fuse_in_place(expr: &mut Expr) {
     match expr {
         Expr::Seq(items) => {
-            // In place (the vector's allocation is reused) when nothing is to flatten,
-            // drop or fuse, as in most sequences once their items are done.
-            let items: Vec<Expr> = items.into_iter().map(fuse).collect();
+            items.iter_mut().for_each(fuse_in_place);
             let unchanged = !items.iter().any(|i| matches!(i, Expr::Seq(_) | Expr::Empty))
                 && !items.windows(2).any(|w| matches!(w, [Expr::Bytes(_), Expr::Bytes(_)]));
-            if unchanged {
-                return Expr::seq(items);
+            if unchanged && items.len() > 1 {
+                return;
             }
             let mut out: Vec<Expr> = Vec::with_capacity(items.len());
             let push = |out: &mut Vec<Expr>, part: Expr| match (out.last_mut(), part) {
                 (Some(Expr::Bytes(prev)), Expr::Bytes(next)) => prev.extend(next),
                 (_, part) => out.push(part),
             };
-            for item in items {
+            for item in std::mem::take(items) {
                 match item {
                     Expr::Seq(inner) => inner.into_iter().for_each(|part| push(&mut out, part)),
                     Expr::Empty => {}
                     other => push(&mut out, other),
                 }
             }
-            Expr::seq(out)
+            *expr = Expr::seq(out);
         }
         Expr::Choice(items) => {
-            let items: Vec<Expr> = items.into_iter().map(fuse).collect();
-            if !items.iter().any(|i| matches!(i, Expr::Choice(_))) {
-                return Expr::choice(items);
+            items.iter_mut().for_each(fuse_in_place);
+            if !items.iter().any(|i| matches!(i, Expr::Choice(_))) && items.len() > 1 {
+                return;
             }
             let mut out = Vec::with_capacity(items.len());
-            for item in items {
+            for item in std::mem::take(items) {
                 match item {
                     Expr::Choice(inner) => out.extend(inner),
                     other => out.push(other),
                 }
             }
-            Expr::choice(out)
+            // (An empty choice, which matches nothing, stays as it is.)
+            *expr = if out.is_empty() { Expr::Choice(out) } else { Expr::choice(out) };
         }
-        Expr::Repeat { expr, min, max } => Expr::Repeat { expr: Box::new(fuse(*expr)), min, max },
-        other => other,
+        Expr::Repeat { expr, .. } => fuse_in_place(expr),
+        _ => {}
     }
 }
 

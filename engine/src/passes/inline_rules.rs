@@ -69,6 +69,16 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     // is): copies of rules called from many places must not multiply its size.
     let total: usize = sizes.iter().sum();
     let mut room = config.inline_max_total.saturating_sub(total);
+    // References to each rule: the body of a rule referred to once moves into its one
+    // caller instead of being copied (the rule is dead after).
+    let mut refs = vec![0usize; grammar.rules.len()];
+    for rule in &grammar.rules {
+        rule.body.for_each_rule_ref(&mut |r: RuleId| refs[r.index()] += 1);
+        if let Some(la) = &rule.lookahead {
+            la.for_each_rule_ref(&mut |r: RuleId| refs[r.index()] += 1);
+        }
+    }
+    refs[grammar.root.index()] += 1;
     for scc in &sccs {
         for &r in scc {
             if config.keep_calls_in.iter().any(|name| *name == grammar.rules[r].name) {
@@ -78,7 +88,8 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
             let mut budget = config.inline_max_caller_size.saturating_sub(sizes[r]);
             budget = budget.min(room);
             let granted = budget;
-            substitute(&mut body, &grammar, &recursive, &sizes, config, &mut budget);
+            let mut ctx = Context { rules: &mut grammar.rules, recursive: &recursive, refs: &refs };
+            substitute(&mut body, &mut ctx, &sizes, config, &mut budget);
             room -= granted - budget;
             sizes[r] = body.size();
             grammar.rules[r].body = body;
@@ -87,10 +98,18 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     grammar
 }
 
+/// What [`substitute`] reads and takes bodies from (the rule being inlined into is out
+/// of `rules` meanwhile).
+struct Context<'a> {
+    rules: &'a mut [Rule],
+    recursive: &'a [bool],
+    /// References to each rule in the grammar (the root counted once more).
+    refs: &'a [usize],
+}
+
 fn substitute(
     expr: &mut Expr,
-    grammar: &Grammar,
-    recursive: &[bool],
+    ctx: &mut Context<'_>,
     sizes: &[usize],
     config: &PassConfig,
     budget: &mut usize,
@@ -99,22 +118,27 @@ fn substitute(
         Expr::Rule(r) => {
             let i = r.index();
             let size = sizes[i];
-            if !recursive[i]
-                && grammar.rules[i].lookahead.is_none()
-                && !is_counted_run(&grammar.rules[i])
+            let callee = &mut ctx.rules[i];
+            if !ctx.recursive[i]
+                && callee.lookahead.is_none()
+                && !is_counted_run(callee)
                 && size <= config.inline_max_rule_size
                 && size <= *budget
             {
                 *budget -= size;
-                *expr = grammar.rules[i].body.clone();
+                *expr = if ctx.refs[i] == 1 {
+                    std::mem::replace(&mut callee.body, Expr::Empty)
+                } else {
+                    callee.body.clone()
+                };
             }
         }
         Expr::Seq(items) | Expr::Choice(items) => {
             for item in items {
-                substitute(item, grammar, recursive, sizes, config, budget);
+                substitute(item, ctx, sizes, config, budget);
             }
         }
-        Expr::Repeat { expr, .. } => substitute(expr, grammar, recursive, sizes, config, budget),
+        Expr::Repeat { expr, .. } => substitute(expr, ctx, sizes, config, budget),
         _ => {}
     }
 }

@@ -38,8 +38,10 @@ pub fn remove_dead_rules(grammar: Grammar) -> Grammar {
             // graph), so each slot is taken once.
             let mut rule = rules[old.index()].take().expect("each rule is visited once");
             // Every rule a reachable rule refers to is reachable: no reference is dropped.
-            rule.body = rule.body.renumber_rules(&new_id);
-            rule.lookahead = rule.lookahead.map(|la| la.renumber_rules(&new_id));
+            rule.body.renumber_rules_in_place(&new_id);
+            if let Some(la) = &mut rule.lookahead {
+                la.renumber_rules_in_place(&new_id);
+            }
             rule
         })
         .collect();

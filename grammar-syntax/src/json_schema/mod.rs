@@ -347,8 +347,10 @@ fn drop_unsatisfiable_rules(grammar: Grammar) -> Grammar {
         .zip(productive)
         .filter(|(_, p)| *p)
         .map(|(mut rule, _)| {
-            rule.body = rule.body.renumber_rules(&new_id);
-            rule.lookahead = rule.lookahead.map(|la| la.renumber_rules(&new_id));
+            rule.body.renumber_rules_in_place(&new_id);
+            if let Some(la) = &mut rule.lookahead {
+                la.renumber_rules_in_place(&new_id);
+            }
             rule
         })
         .collect();
