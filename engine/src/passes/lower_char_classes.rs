@@ -71,10 +71,8 @@ impl ClassTable {
 
     fn add(&mut self, expr: &Expr) {
         match expr {
-            Expr::Class(class) => {
-                if !self.lowered.contains_key(class) {
-                    self.lowered.insert(class.clone(), class_to_bytes(class));
-                }
+            Expr::Class(class) if !self.lowered.contains_key(class) => {
+                self.lowered.insert(class.clone(), class_to_bytes(class));
             }
             Expr::Seq(items) | Expr::Choice(items) => items.iter().for_each(|e| self.add(e)),
             Expr::Repeat { expr, .. } => self.add(expr),
