@@ -196,7 +196,7 @@ fn nullable_leaf(expr: &Expr) -> bool {
 fn productive_leaf(expr: &Expr) -> bool {
     match expr {
         Expr::Empty | Expr::Bytes(_) => true,
-        Expr::Class(class) => !class.positive_ranges().is_empty(),
+        Expr::Class(class) => !class.is_empty(),
         Expr::ByteRanges(ranges) => !ranges.is_empty(),
         Expr::Tokens(set) => set.negated || !set.ids.is_empty(),
         _ => false,

@@ -113,6 +113,24 @@ impl CharClass {
         inside != self.negated
     }
 
+    /// Whether the set holds no character (`[]`, or a negated class of every scalar
+    /// value), without building [`CharClass::positive_ranges`].
+    pub fn is_empty(&self) -> bool {
+        if !self.negated {
+            return self.ranges.is_empty();
+        }
+        // A scalar value in `lo..hi` (surrogates are none).
+        let any = |lo: u32, hi: u32| lo < hi.min(0xD800) || lo.max(0xE000) < hi;
+        let mut next: u32 = 0;
+        for &(lo, hi) in &self.ranges {
+            if any(next, lo as u32) {
+                return false;
+            }
+            next = next.max(hi as u32 + 1);
+        }
+        !any(next, 0x11_0000)
+    }
+
     /// The set as positive, sorted, merged ranges (the complement taken when negated).
     pub fn positive_ranges(&self) -> Vec<(char, char)> {
         if !self.negated {
@@ -425,5 +443,42 @@ impl GrammarBuilder {
             return Err(UndefinedRule(self.rules[i].name.clone()));
         }
         Ok(Grammar { rules: self.rules, root })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn scalar() -> impl Strategy<Value = char> {
+        prop_oneof![
+            Just('\0'),
+            Just('\u{D7FF}'),
+            Just('\u{E000}'),
+            Just('\u{10FFFF}'),
+            any::<char>(),
+            (0u32..0x80).prop_map(|c| char::from_u32(c).unwrap_or('a')),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn emptiness_agrees_with_the_positive_ranges(
+            negated in any::<bool>(),
+            ranges in proptest::collection::vec((scalar(), scalar()), 0..4),
+        ) {
+            let class = CharClass::new(negated, ranges);
+            prop_assert_eq!(class.is_empty(), class.positive_ranges().is_empty(), "{:?}", class);
+        }
+    }
+
+    #[test]
+    fn full_and_empty_classes() {
+        assert!(CharClass::new(false, []).is_empty());
+        assert!(!CharClass::any().is_empty());
+        assert!(CharClass::new(true, [('\0', '\u{10FFFF}')]).is_empty());
+        assert!(CharClass::new(true, [('\0', '\u{D7FF}'), ('\u{E000}', '\u{10FFFF}')]).is_empty());
+        assert!(!CharClass::new(true, [('\0', '\u{D7FF}'), ('\u{E001}', '\u{10FFFF}')]).is_empty());
     }
 }

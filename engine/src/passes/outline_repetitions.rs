@@ -28,9 +28,9 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
     // The lowered size of each distinct class, by class.
     let mut sizes: HashMap<CharClass, usize, BuildHasherDefault<SetHasher>> = HashMap::default();
     for r in 0..grammar.rules.len() {
-        let name = grammar.rules[r].name.clone();
         let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
-        outline(&mut body, &name, first_new, &mut new_rules, &mut sizes);
+        let owner = &grammar.rules[r].name;
+        outline(&mut body, false, owner, first_new, &mut new_rules, &mut sizes);
         grammar.rules[r].body = body;
     }
     grammar.rules.extend(new_rules);
@@ -38,9 +38,11 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
 }
 
 /// Outlines inside `expr`; returns its size afterwards ([`Expr::size`] with classes
-/// lowered, computed on the way up so nested repetitions are not measured again).
+/// lowered, computed on the way up so nested repetitions are not measured again) when
+/// `measure` asks for it (inside a repetition of more than one copy), else 0.
 fn outline(
     expr: &mut Expr,
+    measure: bool,
     owner: &str,
     first_new: usize,
     new_rules: &mut Vec<Rule>,
@@ -48,14 +50,19 @@ fn outline(
 ) -> usize {
     match expr {
         Expr::Seq(items) | Expr::Choice(items) => {
-            1 + items
+            let inner = items
                 .iter_mut()
-                .map(|e| outline(e, owner, first_new, new_rules, sizes))
-                .sum::<usize>()
+                .map(|e| outline(e, measure, owner, first_new, new_rules, sizes))
+                .sum::<usize>();
+            if measure {
+                1 + inner
+            } else {
+                0
+            }
         }
         Expr::Repeat { expr: body, min, max } => {
-            let size = outline(body, owner, first_new, new_rules, sizes);
             let copies = max.unwrap_or(min.saturating_add(1)).max(*min) as usize;
+            let size = outline(body, measure || copies > 1, owner, first_new, new_rules, sizes);
             if copies > 1
                 && size > MAX_COPIED_BODY
                 && size.saturating_mul(copies) > MAX_EXPANSION
@@ -73,6 +80,7 @@ fn outline(
             }
             1 + size
         }
+        Expr::Class(_) if !measure => 0,
         Expr::Class(class) => match sizes.get(class) {
             Some(&size) => size,
             None => *sizes.entry(class.clone()).or_insert(lowered_size(class)),
