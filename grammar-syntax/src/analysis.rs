@@ -43,7 +43,7 @@ struct Flat<'g> {
 
 impl<'g> Flat<'g> {
     fn new(grammar: &'g Grammar) -> Self {
-        let mut nodes: Vec<Node<'g>> = Vec::with_capacity(grammar.size());
+        let mut nodes: Vec<Node<'g>> = Vec::new();
         let mut body_roots = Vec::with_capacity(grammar.rules.len());
         let mut rule_nodes = Vec::with_capacity(grammar.rules.len());
         for rule in &grammar.rules {
