@@ -44,7 +44,7 @@ pub fn is_counted_run(rule: &Rule) -> bool {
 
 /// For each rule, whether it lies on a cycle of the call graph.
 pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
-    let (sccs, graph) = strongly_connected(grammar);
+    let (sccs, graph, _) = strongly_connected(grammar);
     on_cycles(&sccs, &graph)
 }
 
@@ -62,22 +62,15 @@ fn on_cycles(sccs: &[Vec<usize>], graph: &[Vec<usize>]) -> Vec<bool> {
 
 /// Inlines small non-recursive rules into their callers.
 pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
-    let (sccs, graph) = strongly_connected(&grammar);
+    let (sccs, graph, mut refs) = strongly_connected(&grammar);
     let recursive = on_cycles(&sccs, &graph);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.size()).collect();
     // The whole grammar may grow to `inline_max_total` nodes (or stays as large as it
     // is): copies of rules called from many places must not multiply its size.
     let total: usize = sizes.iter().sum();
     let mut room = config.inline_max_total.saturating_sub(total);
-    // References to each rule: the body of a rule referred to once moves into its one
-    // caller instead of being copied (the rule is dead after).
-    let mut refs = vec![0usize; grammar.rules.len()];
-    for rule in &grammar.rules {
-        rule.body.for_each_rule_ref(&mut |r: RuleId| refs[r.index()] += 1);
-        if let Some(la) = &rule.lookahead {
-            la.for_each_rule_ref(&mut |r: RuleId| refs[r.index()] += 1);
-        }
-    }
+    // The body of a rule referred to once moves into its one caller instead of being
+    // copied (the rule is dead after); the root is never moved.
     refs[grammar.root.index()] += 1;
     for scc in &sccs {
         for &r in scc {
@@ -143,20 +136,26 @@ fn substitute(
     }
 }
 
-/// The call graph's strongly connected components, callees first, and the graph.
-fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+/// The call graph's strongly connected components, callees first, the graph (through
+/// bodies), and the references to each rule (bodies and lookaheads, each counted).
+fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>) {
+    let mut refs = vec![0usize; grammar.rules.len()];
     let graph: Vec<Vec<usize>> = grammar
         .rules
         .iter()
         .map(|rule| {
             let mut out = Vec::new();
             rule.body.for_each_rule_ref(&mut |r: RuleId| out.push(r.index()));
+            if let Some(la) = &rule.lookahead {
+                la.for_each_rule_ref(&mut |r: RuleId| refs[r.index()] += 1);
+            }
+            out.iter().for_each(|&r| refs[r] += 1);
             out.sort_unstable();
             out.dedup();
             out
         })
         .collect();
-    (grammask_syntax::analysis::strongly_connected(&graph), graph)
+    (grammask_syntax::analysis::strongly_connected(&graph), graph, refs)
 }
 
 #[cfg(test)]

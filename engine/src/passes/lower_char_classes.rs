@@ -8,8 +8,8 @@
 //! The compiler's pipeline keeps classes as they are and lowers them where automata are
 //! built ([`ClassTable`]: each distinct class once per grammar, each occurrence a
 //! reference to it), so the passes copy and walk one node per class where its lowered
-//! form has about 35 (a JSON string's character); [`lowered_size`] tells the passes that
-//! measure automaton size what a class will cost. [`lower_char_classes`] is the same
+//! form has about 35 (a JSON string's character); the passes that measure automaton size
+//! count a class by the size of its lowered form. [`lower_char_classes`] is the same
 //! expansion as a pass, for a byte-level IR.
 
 use crate::automaton::SetHasher;
@@ -23,48 +23,35 @@ use std::hash::BuildHasherDefault;
 pub fn lower_char_classes(mut grammar: Grammar) -> Grammar {
     // Inlined copies repeat the same classes (a JSON string's characters in every string):
     // each distinct class is lowered once.
-    let mut lowered = HashMap::new();
+    let table = ClassTable::of(&grammar);
     for rule in &mut grammar.rules {
-        lower(&mut rule.body, &mut lowered);
+        table.lower(&mut rule.body);
         if let Some(la) = &mut rule.lookahead {
-            lower(la, &mut lowered);
+            table.lower(la);
         }
     }
     grammar
 }
 
-fn lower(expr: &mut Expr, lowered: &mut HashMap<CharClass, Expr>) {
-    match expr {
-        Expr::Class(class) => {
-            *expr = match lowered.get(class) {
-                Some(bytes) => bytes.clone(),
-                None => {
-                    let bytes = class_to_bytes(class);
-                    lowered.insert(class.clone(), bytes.clone());
-                    bytes
-                }
-            }
-        }
-        Expr::Seq(items) | Expr::Choice(items) => items.iter_mut().for_each(|e| lower(e, lowered)),
-        Expr::Repeat { expr, .. } => lower(expr, lowered),
-        _ => {}
-    }
-}
+/// A map keyed by character class, with the automata's fast hasher: a class's ranges
+/// are few, and every occurrence is looked up.
+pub(crate) type ByClass<V> = HashMap<CharClass, V, BuildHasherDefault<SetHasher>>;
 
 /// The lowered form of every distinct class of a grammar, for automaton construction.
-/// Keyed with the automata's fast hasher: a class's ranges are few, and every
-/// occurrence is looked up.
 #[derive(Debug, Default)]
 pub(crate) struct ClassTable {
-    lowered: HashMap<CharClass, Expr, BuildHasherDefault<SetHasher>>,
+    lowered: ByClass<Expr>,
 }
 
 impl ClassTable {
-    /// Lowers the classes of every rule body of `grammar`.
+    /// Lowers the classes of every rule of `grammar` (bodies and lookaheads).
     pub(crate) fn of(grammar: &Grammar) -> ClassTable {
         let mut table = ClassTable::default();
         for rule in &grammar.rules {
             table.add(&rule.body);
+            if let Some(la) = &rule.lookahead {
+                table.add(la);
+            }
         }
         table
     }
@@ -84,29 +71,19 @@ impl ClassTable {
     pub(crate) fn get(&self, class: &CharClass) -> Option<&Expr> {
         self.lowered.get(class)
     }
-}
 
-/// The size ([`Expr::size`]) of [`class_to_bytes`]`(class)`, without building it.
-pub(crate) fn lowered_size(class: &CharClass) -> usize {
-    let (mut ascii, mut alternatives, mut nodes) = (false, 0, 0);
-    for (lo, hi) in class.positive_ranges() {
-        for seq in Utf8Sequences::new(lo, hi) {
-            match seq.as_slice().len() {
-                1 => ascii = true,
-                n => {
-                    alternatives += 1;
-                    nodes += 1 + n;
+    /// Replaces every class of `expr` (all in the table) by its lowered form.
+    fn lower(&self, expr: &mut Expr) {
+        match expr {
+            Expr::Class(class) => {
+                if let Some(bytes) = self.get(class) {
+                    *expr = bytes.clone();
                 }
             }
+            Expr::Seq(items) | Expr::Choice(items) => items.iter_mut().for_each(|e| self.lower(e)),
+            Expr::Repeat { expr, .. } => self.lower(expr),
+            _ => {}
         }
-    }
-    if ascii {
-        alternatives += 1;
-        nodes += 1;
-    }
-    match alternatives {
-        0 | 1 => nodes.max(1),
-        _ => nodes + 1,
     }
 }
 
@@ -146,21 +123,6 @@ mod tests {
     fn ascii_class_is_one_range_list() {
         let class = CharClass::new(false, vec![('a', 'z'), ('0', '9')]);
         assert_eq!(class_to_bytes(&class), Expr::ByteRanges(vec![(b'0', b'9'), (b'a', b'z')]));
-    }
-
-    #[test]
-    fn lowered_size_is_the_size_of_the_lowered_class() {
-        let classes = [
-            CharClass::new(false, vec![('a', 'z'), ('0', '9')]),
-            CharClass::new(true, vec![('"', '"'), ('\\', '\\'), ('\0', '\x1f')]),
-            CharClass::new(false, vec![('\u{e9}', '\u{e9}')]),
-            CharClass::new(false, vec![('\u{100}', '\u{17f}'), ('\u{1f600}', '\u{1f64f}')]),
-            CharClass::new(false, vec![]),
-            CharClass::any(),
-        ];
-        for class in classes {
-            assert_eq!(lowered_size(&class), class_to_bytes(&class).size(), "{class:?}");
-        }
     }
 
     #[test]

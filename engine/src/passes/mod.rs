@@ -13,7 +13,7 @@ pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
 pub use inline_rules::{inline_rules, is_counted_run, recursive_rules, COUNTED_RUN_MIN};
 pub use lower_char_classes::lower_char_classes;
-pub(crate) use lower_char_classes::{lowered_size, ClassTable};
+pub(crate) use lower_char_classes::{class_to_bytes, ByClass, ClassTable};
 pub use outline_repetitions::outline_repetitions;
 pub use remove_dead_rules::remove_dead_rules;
 

@@ -4,14 +4,11 @@
 //! times (`x{0,1000}` expands to 1000 copies of `x`) repeats a call of a rule holding the
 //! body instead. Each copy then costs a call edge and a state, so automaton size grows
 //! linearly in the bound with a small constant, and the body's own automaton exists once.
-//! Sizes count a character class as its UTF-8 byte automaton ([`lowered_size`]), so they
-//! stay close to automaton sizes.
+//! Sizes count a character class as its UTF-8 byte automaton ([`class_to_bytes`], once
+//! per distinct class), so they stay close to automaton sizes.
 
-use super::lowered_size;
-use crate::automaton::SetHasher;
-use grammask_syntax::ir::{CharClass, Expr, Grammar, Rule, RuleId, Span};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use super::{class_to_bytes, ByClass};
+use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
 
 /// Bodies at most this large (IR nodes) are always copied: a character of a JSON string
 /// (about 35 nodes once lowered to UTF-8) stays in place, so the characters of a
@@ -26,7 +23,7 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
     let mut new_rules: Vec<Rule> = Vec::new();
     let first_new = grammar.rules.len();
     // The lowered size of each distinct class, by class.
-    let mut sizes: HashMap<CharClass, usize, BuildHasherDefault<SetHasher>> = HashMap::default();
+    let mut sizes: ByClass<usize> = ByClass::default();
     for r in 0..grammar.rules.len() {
         let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
         let owner = &grammar.rules[r].name;
@@ -46,7 +43,7 @@ fn outline(
     owner: &str,
     first_new: usize,
     new_rules: &mut Vec<Rule>,
-    sizes: &mut HashMap<CharClass, usize, BuildHasherDefault<SetHasher>>,
+    sizes: &mut ByClass<usize>,
 ) -> usize {
     match expr {
         Expr::Seq(items) | Expr::Choice(items) => {
@@ -83,7 +80,7 @@ fn outline(
         Expr::Class(_) if !measure => 0,
         Expr::Class(class) => match sizes.get(class) {
             Some(&size) => size,
-            None => *sizes.entry(class.clone()).or_insert(lowered_size(class)),
+            None => *sizes.entry(class.clone()).or_insert(class_to_bytes(class).size()),
         },
         _ => 1,
     }
