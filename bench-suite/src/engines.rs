@@ -12,9 +12,7 @@
 //! mask.
 
 use grammask::engine::GrammarCache;
-use grammask::syntax::json_schema::{
-    builtin_json_grammar, json_schema_to_grammar, JsonSchemaOptions,
-};
+use grammask::syntax::json_schema::{builtin_json_grammar, JsonSchemaOptions};
 use grammask::{bitmask_len, get_bit, CompiledGrammar, Compiler, Matcher, Vocabulary};
 use serde_json::Value;
 use std::sync::Arc;
@@ -190,20 +188,21 @@ impl Engine for Grammask {
 
     fn compile(&mut self, source: &Source, warm: bool) -> Result<Box<dyn Compiled>, String> {
         let options = JsonSchemaOptions::default();
-        let grammar = match source {
-            Source::JsonSchema(schema) => {
-                json_schema_to_grammar(schema, &options).map_err(|d| d.to_string())?.grammar
-            }
-            Source::Grammar { text, format } => {
-                grammask::parse_grammar(text, *format, "root").map_err(|d| d.to_string())?.grammar
-            }
-            Source::BuiltinJson => builtin_json_grammar(&options),
-        };
         let mut compiler = Compiler::from_arc(self.vocab.clone());
         if warm {
             compiler = compiler.with_grammar_cache(self.cache.clone());
         }
-        let compiled = compiler.compile_grammar(&grammar).map_err(|e| e.to_string())?;
+        let compiled = match source {
+            Source::JsonSchema(schema) => compiler.compile_json_schema_value(schema, &options),
+            Source::Grammar { text, format } => {
+                let grammar = grammask::parse_grammar(text, *format, "root")
+                    .map_err(|d| d.to_string())?
+                    .grammar;
+                compiler.compile_grammar(&grammar)
+            }
+            Source::BuiltinJson => compiler.compile_grammar(&builtin_json_grammar(&options)),
+        }
+        .map_err(|e| e.to_string())?;
         Ok(Box::new(GrammaskCompiled { compiled }))
     }
 

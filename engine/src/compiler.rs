@@ -180,15 +180,17 @@ impl Compiler {
     /// Compiles GBNF text (llama.cpp's dialect) whose root rule is `root`.
     pub fn compile_gbnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let parsed = grammask_syntax::parse_gbnf(text).map_err(CompileError::Grammar)?;
-        self.compile_grammar_since(&parsed.grammar, start)
+        let parse = || grammask_syntax::parse_gbnf(text).map(|p| p.grammar);
+        let grammar = parse().map_err(CompileError::Grammar)?;
+        self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
     }
 
     /// Compiles EBNF text (XGrammar's dialect) whose root rule is `root`.
     pub fn compile_ebnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let parsed = grammask_syntax::parse_ebnf(text).map_err(CompileError::Grammar)?;
-        self.compile_grammar_since(&parsed.grammar, start)
+        let parse = || grammask_syntax::parse_ebnf(text).map(|p| p.grammar);
+        let grammar = parse().map_err(CompileError::Grammar)?;
+        self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
     }
 
     /// Compiles a JSON Schema (its text) with the given conversion options.
@@ -198,16 +200,32 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let converted =
-            grammask_syntax::parse_json_schema(schema, options).map_err(CompileError::Grammar)?;
-        self.compile_grammar_since(&converted.grammar, start)
+        let convert = || grammask_syntax::parse_json_schema(schema, options);
+        let converted = convert().map_err(CompileError::Grammar)?;
+        let finish = converted.all_rules_finish();
+        let again = || convert().map(|c| c.grammar).map_err(CompileError::Grammar);
+        self.compile_made(converted.grammar, &again, finish, start)
+    }
+
+    /// Compiles a JSON Schema (a parsed JSON value) with the given conversion options.
+    pub fn compile_json_schema_value(
+        &self,
+        schema: &serde_json::Value,
+        options: &grammask_syntax::JsonSchemaOptions,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let start = Instant::now();
+        let convert = || grammask_syntax::json_schema_to_grammar(schema, options);
+        let converted = convert().map_err(CompileError::Grammar)?;
+        let finish = converted.all_rules_finish();
+        let again = || convert().map(|c| c.grammar).map_err(CompileError::Grammar);
+        self.compile_made(converted.grammar, &again, finish, start)
     }
 
     /// Compiles a regular expression that must match the whole text.
     pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let grammar = grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar)?;
-        self.compile_grammar_since(&grammar, start)
+        let parse = || grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar);
+        self.compile_made(parse()?, &parse, false, start)
     }
 
     /// Compiles a grammar given as IR.
@@ -224,11 +242,32 @@ impl Compiler {
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::starting_at(start, self.config.limits.max_compile_time);
         deadline.check("parsing")?;
+        let copy = || Ok(grammar.clone());
         match &self.cache {
             Some(cache) => cache.get_or_compile(grammar, &self.config, || {
-                self.compile_uncached(grammar, &deadline)
+                self.compile_uncached(grammar.clone(), &copy, false, &deadline)
             }),
-            None => self.compile_uncached(grammar, &deadline),
+            None => self.compile_uncached(grammar.clone(), &copy, false, &deadline),
+        }
+    }
+
+    /// Compiles `grammar`, made from its source at `start`. The passes consume it; a
+    /// retry ([`Attempt::KeepCallsIn`], rare) takes a new one from `again` instead of a
+    /// copy kept for it. `finish`: its maker checked that every rule can finish.
+    fn compile_made(
+        &self,
+        grammar: Grammar,
+        again: &dyn Fn() -> Result<Grammar, CompileError>,
+        finish: bool,
+        start: Instant,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let deadline = Deadline::starting_at(start, self.config.limits.max_compile_time);
+        deadline.check("parsing")?;
+        match &self.cache {
+            Some(cache) => cache.get_or_compile(&grammar, &self.config, || {
+                self.compile_uncached(grammar.clone(), again, finish, &deadline)
+            }),
+            None => self.compile_uncached(grammar, again, finish, &deadline),
         }
     }
 
@@ -241,14 +280,20 @@ impl Compiler {
 
     fn compile_uncached(
         &self,
-        grammar: &Grammar,
+        grammar: Grammar,
+        again: &dyn Fn() -> Result<Grammar, CompileError>,
+        finish: bool,
         deadline: &Deadline,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let mut passes = self.config.passes.clone();
+        let mut grammar = grammar;
         loop {
-            match self.compile_with(grammar, &passes, deadline)? {
+            match self.compile_with(grammar, finish, &passes, deadline)? {
                 Attempt::Done(compiled) => return Ok(compiled),
-                Attempt::KeepCallsIn(name) => passes.keep_calls_in.push(name),
+                Attempt::KeepCallsIn(name) => {
+                    passes.keep_calls_in.push(name);
+                    grammar = again()?;
+                }
             }
         }
     }
@@ -257,17 +302,22 @@ impl Compiler {
     /// inlining comes back as [`Attempt::KeepCallsIn`] for another try.
     fn compile_with(
         &self,
-        grammar: &Grammar,
+        grammar: Grammar,
+        finish: bool,
         passes: &PassConfig,
         deadline: &Deadline,
     ) -> Result<Attempt, CompileError> {
         let limits = &self.config.limits;
         // The passes keep each rule's language, so when every rule of the input can
         // finish, every rule after them can: the check runs on the input (before inlining
-        // multiplies it), and again after the passes only to name a rule that cannot.
-        let all_productive = grammask_syntax::analysis::productive(grammar).iter().all(|&p| p);
-        let grammar = passes::run(grammar.clone(), passes, deadline)?;
-        let size = grammar.size();
+        // multiplies it) unless its maker made it (`finish`), and again after the passes
+        // only to name a rule that cannot.
+        let all_productive =
+            finish || grammask_syntax::analysis::productive(&grammar).iter().all(|&p| p);
+        let grammar = passes::run(grammar, passes, deadline)?;
+        // Lowers each distinct class once, and counts the nodes on the way.
+        let classes = passes::ClassTable::of(&grammar);
+        let size = classes.nodes;
         if size > limits.max_grammar_size {
             return Err(CompileError::Limit {
                 name: "grammar_size",
@@ -281,7 +331,6 @@ impl Compiler {
         let mut token_index: HashMap<TokenSet, TokenSetId> = HashMap::new();
         let mut automata = Vec::with_capacity(grammar.rules.len());
         let mut total_states = 0usize;
-        let classes = passes::ClassTable::of(&grammar);
         for rule in &grammar.rules {
             deadline.check("automaton construction")?;
             let mut intern = |set: &TokenSet| {

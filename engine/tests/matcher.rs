@@ -853,3 +853,53 @@ fn alternatives_that_blow_up_when_inlined_keep_their_calls() {
     assert!(!accepts("{\"v\":\"xxC12345yy\",\"t\":2}"));
     assert!(!accepts("{\"v\":\"P123456\",\"t\":2}"));
 }
+
+/// A schema compiled from its JSON value is the schema compiled from its text, including
+/// when a rule blew up after inlining and the compile is retried with its calls kept (the
+/// value is converted again for the retry), and a schema no value satisfies is refused.
+#[test]
+fn schemas_compile_from_values_as_from_text() {
+    let tokens: Vec<Vec<u8>> = (0u8..128).map(|b| vec![b]).chain([b"</s>".to_vec()]).collect();
+    let vocab = Vocabulary::from_byte_tokens(tokens, &[128], &[128], None).unwrap();
+    let options = grammask_syntax::JsonSchemaOptions::default();
+    // Fifteen objects that read the same key, then each an unanchored pattern.
+    let branches: Vec<serde_json::Value> = ('A'..='O')
+        .enumerate()
+        .map(|(i, c)| {
+            serde_json::json!({"type": "object", "additionalProperties": false,
+                "required": ["v", "t"], "properties": {
+                    "v": {"type": "string", "pattern": format!("{c}[0-9]{{6}}")},
+                    "t": {"const": i}}})
+        })
+        .collect();
+    let schema = serde_json::json!({"anyOf": branches});
+    let limits = grammask_engine::Limits { max_automaton_states: 100_000, ..Default::default() };
+    let mut config = grammask_engine::CompilerConfig { limits, ..Default::default() };
+    config.passes.inlined_work_factor = usize::MAX;
+    let compiler = Compiler::new(&vocab).with_config(config.clone());
+    let err = compiler.compile_json_schema_value(&schema, &options).unwrap_err();
+    assert!(matches!(err, CompileError::Limit { name: "automaton_states", .. }), "{err}");
+
+    config.passes = Default::default();
+    let compiler = Compiler::new(&vocab).with_config(config);
+    let from_value = compiler.compile_json_schema_value(&schema, &options).unwrap();
+    let from_text = compiler.compile_json_schema(&schema.to_string(), &options).unwrap();
+    assert_eq!(from_value.num_states(), from_text.num_states());
+    assert!(from_value.num_states() < 10_000, "{} states", from_value.num_states());
+    for (text, ok) in [
+        (r#"{"v":"xxC123456yy","t":2}"#, true),
+        (r#"{"v":"O000000","t":14}"#, true),
+        (r#"{"v":"xxC123456yy","t":3}"#, false),
+        (r#"{"v":"P123456","t":2}"#, false),
+    ] {
+        for compiled in [&from_value, &from_text] {
+            let mut m = Matcher::new(compiled.clone());
+            assert_eq!(m.accept_string(text).is_ok() && m.can_terminate(), ok, "{text}");
+        }
+    }
+
+    let never = serde_json::json!({"type": "object", "required": ["a"],
+        "properties": {"a": {"allOf": [{"type": "string"}, {"type": "integer"}]}}});
+    let err = compiler.compile_json_schema_value(&never, &options).unwrap_err();
+    assert!(err.to_string().contains("can never finish"), "{err}");
+}

@@ -332,11 +332,14 @@ fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, scratch: &mut ClosureScra
 }
 
 /// The NFA state sets of subset construction, interned: every set in one arena, found
-/// by hash, so building a DFA state allocates nothing of its own.
+/// by hash, so building a DFA state allocates nothing of its own. Sets of one state
+/// (most of them: literals, chains of a bounded repetition) are found by that state.
 struct SetTable {
     data: Vec<NfaState>,
     spans: Vec<(u32, u32)>,
     by_hash: HashMap<u64, SmallVec<[u32; 1]>, BuildHasherDefault<SetHasher>>,
+    /// Per NFA state `s`: the index of the set `{s}`, `DEAD` when it is not in the table.
+    single: Vec<u32>,
 }
 
 impl SetTable {
@@ -351,6 +354,9 @@ impl SetTable {
 
     /// The index of `set` when it is in the table.
     fn find(&self, hash: u64, set: &[NfaState]) -> Option<u32> {
+        if let &[s] = set {
+            return Some(self.single[s as usize]).filter(|&i| i != DEAD);
+        }
         self.by_hash.get(&hash)?.iter().copied().find(|&i| self.get(i as usize) == set)
     }
 
@@ -359,7 +365,11 @@ impl SetTable {
         let i = self.spans.len() as u32;
         self.spans.push((self.data.len() as u32, set.len() as u32));
         self.data.extend_from_slice(set);
-        self.by_hash.entry(hash).or_default().push(i);
+        if let &[s] = set {
+            self.single[s as usize] = i;
+        } else {
+            self.by_hash.entry(hash).or_default().push(i);
+        }
         i
     }
 
@@ -441,7 +451,12 @@ fn determinize(
     deadline: &Deadline,
 ) -> Result<Dfa, DfaError> {
     let (class_of, n_classes) = byte_classes(nfa);
-    let empty = || SetTable { data: Vec::new(), spans: Vec::new(), by_hash: HashMap::default() };
+    let empty = || SetTable {
+        data: Vec::new(),
+        spans: Vec::new(),
+        by_hash: HashMap::default(),
+        single: vec![DEAD; nfa.len()],
+    };
     // Sets keep only live NFA states (the others never reach the end of the rule), so
     // every DFA state but perhaps the start can finish the rule: no trimming after.
     let mut subsets = Subsets {

@@ -78,13 +78,23 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 continue;
             }
             let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
+            debug_assert_eq!(sizes[r], body.size());
             let mut budget = config.inline_max_caller_size.saturating_sub(sizes[r]);
             budget = budget.min(room);
             let granted = budget;
-            let mut ctx = Context { rules: &mut grammar.rules, recursive: &recursive, refs: &refs };
+            let mut ctx = Context {
+                rules: &mut grammar.rules,
+                recursive: &recursive,
+                refs: &refs,
+                inlined: 0,
+            };
             substitute(&mut body, &mut ctx, &sizes, config, &mut budget);
+            // Each callee body inlined (`size` nodes, taken from the budget) replaced one
+            // reference node.
             room -= granted - budget;
-            sizes[r] = body.size();
+            sizes[r] += granted - budget;
+            sizes[r] -= ctx.inlined;
+            debug_assert_eq!(sizes[r], body.size());
             grammar.rules[r].body = body;
         }
     }
@@ -98,6 +108,8 @@ struct Context<'a> {
     recursive: &'a [bool],
     /// References to each rule in the grammar (the root counted once more).
     refs: &'a [usize],
+    /// References replaced by a body so far.
+    inlined: usize,
 }
 
 fn substitute(
@@ -119,6 +131,7 @@ fn substitute(
                 && size <= *budget
             {
                 *budget -= size;
+                ctx.inlined += 1;
                 *expr = if ctx.refs[i] == 1 {
                     std::mem::replace(&mut callee.body, Expr::Empty)
                 } else {

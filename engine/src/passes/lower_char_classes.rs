@@ -41,6 +41,8 @@ pub(crate) type ByClass<V> = HashMap<CharClass, V, BuildHasherDefault<SetHasher>
 #[derive(Debug, Default)]
 pub(crate) struct ClassTable {
     lowered: ByClass<Expr>,
+    /// IR nodes of the grammar walked by [`ClassTable::of`] (its [`Grammar::size`]).
+    pub(crate) nodes: usize,
 }
 
 impl ClassTable {
@@ -57,6 +59,7 @@ impl ClassTable {
     }
 
     fn add(&mut self, expr: &Expr) {
+        self.nodes += 1;
         match expr {
             Expr::Class(class) if !self.lowered.contains_key(class) => {
                 self.lowered.insert(class.clone(), class_to_bytes(class));

@@ -182,6 +182,18 @@ pub struct Converted {
     pub grammar: Grammar,
     /// Warnings, each with the JSON pointer of its keyword.
     pub warnings: Vec<Diagnostic>,
+    /// Whether every rule of `grammar` was checked to finish (conversion drops the rules
+    /// no value satisfies; see [`Converted::all_rules_finish`]).
+    all_rules_finish: bool,
+}
+
+impl Converted {
+    /// Whether every rule of the grammar has a finite derivation, as the conversion
+    /// checked (false only when no value satisfies the schema, whose root is then kept
+    /// as it is). A compiler may skip its own check of the same property.
+    pub fn all_rules_finish(&self) -> bool {
+        self.all_rules_finish
+    }
 }
 
 /// A subschema: the value and its JSON pointer (for diagnostics and rule names).
@@ -311,7 +323,8 @@ pub fn json_schema_to_grammar(
             let grammar = b.finish(root).map_err(|u| {
                 Diagnostics::one(Diagnostic::global(format!("internal: rule `{}` undefined", u.0)))
             })?;
-            Ok(Converted { grammar: drop_unsatisfiable_rules(grammar), warnings })
+            let (grammar, all_rules_finish) = drop_unsatisfiable_rules(grammar);
+            Ok(Converted { grammar, warnings, all_rules_finish })
         }
         Err(e) => {
             let mut all = warnings;
@@ -326,11 +339,15 @@ pub fn json_schema_to_grammar(
 /// to one becoming an expression that matches nothing. The language stays the same, and
 /// the grammar has no rule that can never finish, which the engine refuses (a stack in
 /// such a rule could never complete) and `grammask check` reports for hand-written
-/// grammars. A root that can never finish is kept as it is, to be refused.
-fn drop_unsatisfiable_rules(grammar: Grammar) -> Grammar {
+/// grammars. A root that can never finish is kept as it is, to be refused. Returns
+/// whether every rule of the result can finish.
+fn drop_unsatisfiable_rules(grammar: Grammar) -> (Grammar, bool) {
     let productive = crate::analysis::productive(&grammar);
-    if !productive[grammar.root.index()] || productive.iter().all(|&p| p) {
-        return grammar;
+    if !productive[grammar.root.index()] {
+        return (grammar, false);
+    }
+    if productive.iter().all(|&p| p) {
+        return (grammar, true);
     }
     let mut new_id = vec![None; grammar.rules.len()];
     let mut next = 0usize;
@@ -354,7 +371,7 @@ fn drop_unsatisfiable_rules(grammar: Grammar) -> Grammar {
             rule
         })
         .collect();
-    Grammar { rules, root }
+    (Grammar { rules, root }, true)
 }
 
 /// The conversion state.
