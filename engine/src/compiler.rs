@@ -529,8 +529,9 @@ impl CompiledGrammar {
                 })
             })
             .collect();
-        // Counted runs kept as calls by inlining (one ASCII character `m..=n` times, `m >=
-        // 1`: no calls, no empty match, few tokens inside): a token entering one after
+        // Counted runs and escapes kept as calls by inlining (one ASCII character `m..=n`
+        // times, `m >= 1`; `\` and what follows: no calls, no empty match, few tokens
+        // inside; [`crate::passes::stays_call`]): a token entering one after
         // some bytes is followed through it and back into the caller by the
         // classification, and positions inside one are classified with their return
         // position, as if the run were inlined. (Walking through other rules, strings
@@ -541,7 +542,7 @@ impl CompiledGrammar {
             .zip(&automata)
             .zip(&leaf)
             .map(|((rule, dfa), &leaf)| {
-                leaf && crate::passes::is_counted_run(rule) && !dfa.is_accepting(dfa.start())
+                leaf && crate::passes::stays_call(rule) && !dfa.is_accepting(dfa.start())
             })
             .collect();
         CompiledGrammar {

@@ -903,3 +903,90 @@ fn schemas_compile_from_values_as_from_text() {
     let err = compiler.compile_json_schema_value(&never, &options).unwrap_err();
     assert!(err.to_string().contains("can never finish"), "{err}");
 }
+
+/// A JSON string's escapes are one rule (`json-escape`) that every string calls instead
+/// of a copy each: the mask cache walks tokens through its calls (escapes inside and at
+/// the ends of tokens, surrogate pairs split across tokens, in values and in the keys of
+/// additional properties), and the masks are those of the walk without the cache.
+#[test]
+fn escapes_stay_one_rule_walked_through() {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for t in [
+        "\"",
+        "{",
+        "}",
+        ",",
+        ":",
+        "[",
+        "]",
+        "\":",
+        "\",",
+        "\"}",
+        "{\"",
+        "\\",
+        "\\n",
+        "\\\"",
+        "\\\\",
+        "\\/",
+        "\\u00",
+        "e9",
+        "\\u00e9\"",
+        "\\ud83d",
+        "\\ude00",
+        "\\uD83D\\uDE00",
+        "x\\",
+        "x\\\"",
+        "\\t\\n",
+        "ab\\nc",
+        "\\\",\"",
+        "\\\"}",
+        "name",
+        "\"name",
+        "a",
+        "b",
+        "é",
+        "1",
+        "12",
+        "true",
+        "null",
+        "D",
+        "d8",
+        "3d",
+        "\\ud",
+        "83d",
+        "\\u",
+        "de00",
+        "zz\\\":",
+    ] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let schema = r#"{"type": "object", "properties": {
+        "name": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}}
+    }, "required": ["name"]}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let g = grammars[0].grammar();
+    let escape = g.rules.iter().position(|r| r.name == "json-escape").expect("json-escape");
+    let mut calls = 0;
+    g.rules[g.root.index()]
+        .body
+        .for_each_rule_ref(&mut |r| calls += usize::from(r.index() == escape));
+    assert!(calls >= 2, "the root calls json-escape {calls} times");
+    masked_walks_agree(&grammars, 0x9E37_79B9_7F4A_7C15, 80, 60, || {});
+    for (text, ok) in [
+        (r#"{"name":"a\"b\\c\/d\u00e9\ud83d\ude00\n"}"#, true),
+        (r#"{"name":"\t","x\"y":1}"#, true),
+        // A listed key spelled with an escape is not another key.
+        (r#"{"name":"\t","nam\u0065":2}"#, false),
+        (r#"{"name":"\ud83d"}"#, false),
+        (r#"{"name":"\x"}"#, false),
+    ] {
+        for compiled in &grammars {
+            let mut m = Matcher::new(compiled.clone());
+            assert_eq!(m.accept_string(text).is_ok() && m.can_terminate(), ok, "{text}");
+        }
+    }
+}

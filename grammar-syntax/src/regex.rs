@@ -480,6 +480,17 @@ pub fn any_char(encoding: CharEncoding) -> Expr {
 /// or `\uXXXX` (a surrogate pair written as two escapes is one character; lone surrogates
 /// are refused).
 pub fn json_any_char() -> Expr {
+    Expr::choice(vec![json_unescaped_char(), json_escape()])
+}
+
+/// One character of a JSON string written as itself.
+pub fn json_unescaped_char() -> Expr {
+    Expr::Class(unescaped_class())
+}
+
+/// One character of a JSON string written as an escape: a short escape or `\uXXXX` (a
+/// surrogate pair as two escapes).
+pub fn json_escape() -> Expr {
     let hex = || Expr::class(false, [('0', '9'), ('a', 'f'), ('A', 'F')]);
     let hex_no_d = Expr::class(false, [('0', '9'), ('a', 'c'), ('e', 'f'), ('A', 'C'), ('E', 'F')]);
     let d = Expr::class(false, [('d', 'd'), ('D', 'D')]);
@@ -494,7 +505,7 @@ pub fn json_any_char() -> Expr {
         hex(),
     ]);
     let low = Expr::Seq(vec![d, Expr::class(false, [('c', 'f'), ('C', 'F')]), hex(), hex()]);
-    let escape = Expr::Seq(vec![
+    Expr::Seq(vec![
         Expr::literal("\\"),
         Expr::choice(vec![
             Expr::class(
@@ -515,8 +526,7 @@ pub fn json_any_char() -> Expr {
                 Expr::choice(vec![non_surrogate, Expr::Seq(vec![high, Expr::literal("\\u"), low])]),
             ]),
         ]),
-    ]);
-    Expr::choice(vec![Expr::Class(unescaped_class()), escape])
+    ])
 }
 
 /// The characters a JSON string may hold unescaped.

@@ -11,12 +11,17 @@
 //! Callees are processed before callers (strongly connected components come out in that
 //! order), so an inlined body is already inlined itself.
 //!
-//! Long counted runs stay calls: a rule whose whole body is one ASCII character repeated
-//! `m..=n` times with `m >= 1` and `n >= COUNTED_RUN_MIN` (the blanks of JSON whitespace
-//! after the first) costs `n` automaton states at every site it is copied into, while a
-//! call costs one state there. Such a rule cannot match the empty string and calls
-//! nothing, so the mask cache classifies tokens through the call as if it were inlined
-//! ([`crate::token_cache`]).
+//! Two kinds of leaf rules stay calls ([`stays_call`]), and the mask cache classifies
+//! tokens through their calls as if they were inlined ([`crate::token_cache`]):
+//! - long counted runs: a rule whose whole body is one ASCII character repeated `m..=n`
+//!   times with `m >= 1` and `n >= COUNTED_RUN_MIN` (the blanks of JSON whitespace after
+//!   the first) costs `n` automaton states at every site it is copied into, while a call
+//!   costs one state there;
+//! - escapes: a rule that starts with the byte `\` and calls nothing (a JSON string's
+//!   escaped character, `json-escape`: `\uXXXX` with surrogate pairs is some sixteen
+//!   automaton states, and its hex-digit classes split the byte classes of every rule
+//!   holding a string). Text rarely holds escapes, so walking through the call costs
+//!   little, where copies cost every compile of every schema.
 
 use super::PassConfig;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
@@ -40,6 +45,33 @@ pub fn is_counted_run(rule: &Rule) -> bool {
         _ => false,
     };
     one_ascii_byte && *min >= 1 && *max >= COUNTED_RUN_MIN
+}
+
+/// Whether `rule` is an escape: it calls nothing, reads no token set, has no lookahead,
+/// and its body is a sequence that starts with the byte `\\`.
+pub fn is_escape(rule: &Rule) -> bool {
+    if rule.lookahead.is_some() {
+        return false;
+    }
+    let Expr::Seq(items) = &rule.body else { return false };
+    let starts = matches!(items.first(), Some(Expr::Bytes(b)) if b.first() == Some(&b'\\'));
+    starts && items.len() > 1 && !refers(&rule.body)
+}
+
+/// Whether `expr` refers to a rule or reads a token set.
+fn refers(expr: &Expr) -> bool {
+    match expr {
+        Expr::Rule(_) | Expr::Tokens(_) => true,
+        Expr::Seq(items) | Expr::Choice(items) => items.iter().any(refers),
+        Expr::Repeat { expr, .. } => refers(expr),
+        _ => false,
+    }
+}
+
+/// Whether references to `rule` stay calls: a long counted run ([`is_counted_run`]) or
+/// an escape ([`is_escape`]).
+pub fn stays_call(rule: &Rule) -> bool {
+    is_counted_run(rule) || is_escape(rule)
 }
 
 /// For each rule, whether it lies on a cycle of the call graph.
@@ -126,7 +158,7 @@ fn substitute(
             let callee = &mut ctx.rules[i];
             if !ctx.recursive[i]
                 && callee.lookahead.is_none()
-                && !is_counted_run(callee)
+                && !stays_call(callee)
                 && size <= config.inline_max_rule_size
                 && size <= *budget
             {
@@ -197,5 +229,24 @@ mod tests {
             matches!(&g.rules[1].body, Expr::Choice(alts) if matches!(alts[0], Expr::Class(_)))
         );
         assert_eq!(recursive_rules(&g), vec![false, true, false]);
+    }
+
+    #[test]
+    fn escapes_stay_calls() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let esc = b.declare("esc");
+        let calls = b.declare("calls");
+        b.define(esc, Expr::seq(vec![Expr::literal("\\"), Expr::class(false, vec![('n', 'n')])]));
+        // Starts with `\` but calls a rule: not an escape.
+        b.define(calls, Expr::seq(vec![Expr::literal("\\"), Expr::Rule(esc)]));
+        let item = Expr::choice(vec![Expr::literal("a"), Expr::Rule(esc), Expr::Rule(calls)]);
+        b.define(root, Expr::seq(vec![item.clone(), item]));
+        let g = inline_rules(b.finish(root).unwrap(), &PassConfig::default());
+        assert!(is_escape(&g.rules[esc.index()]) && !is_escape(&g.rules[calls.index()]));
+        let mut refs = Vec::new();
+        g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
+        // Two calls of `esc` of its own, two inside the inlined copies of `calls`.
+        assert_eq!(refs, vec![esc; 4]);
     }
 }

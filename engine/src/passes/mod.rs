@@ -11,7 +11,9 @@ mod remove_dead_rules;
 
 pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
-pub use inline_rules::{inline_rules, is_counted_run, recursive_rules, COUNTED_RUN_MIN};
+pub use inline_rules::{
+    inline_rules, is_counted_run, is_escape, recursive_rules, stays_call, COUNTED_RUN_MIN,
+};
 pub use lower_char_classes::lower_char_classes;
 pub(crate) use lower_char_classes::{class_to_bytes, ByClass, ClassTable};
 pub use outline_repetitions::outline_repetitions;
@@ -69,7 +71,7 @@ impl Default for PassConfig {
 /// 1. [`remove_dead_rules`]: only rules reachable from the root remain.
 /// 2. [`inline_rules`]: references to small non-recursive rules are replaced by their
 ///    bodies, so most grammars become a few recursive rules (fewer stacks at run time);
-///    long counted runs of one character stay calls ([`is_counted_run`]).
+///    long counted runs of one character and escapes stay calls ([`stays_call`]).
 /// 3. [`remove_dead_rules`] again: rules inlined everywhere disappear.
 /// 4. [`fuse_sequences`]: nested sequences and choices are flattened, adjacent byte
 ///    strings fused.

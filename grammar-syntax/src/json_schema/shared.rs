@@ -1,4 +1,6 @@
-//! The rules every converted schema shares: whitespace (`ws`), strings (`json-string`),
+//! The rules every converted schema shares: whitespace (`ws`), strings (`json-string`, and
+//! `json-escape`, one escaped character, which strings call: engines keep it a call
+//! instead of a copy in every string),
 //! numbers (`json-number`, `json-integer`) and any JSON value (`json-value`,
 //! `json-object`, `json-array`). Grammars of different schemas name and define them the
 //! same way, so an engine can share their compiled automata and mask caches.
@@ -10,7 +12,7 @@
 
 use super::{JsonSchemaOptions, Whitespace};
 use crate::ir::{Expr, Grammar, GrammarBuilder, RuleId};
-use crate::regex::json_any_char;
+use crate::regex::{json_escape, json_unescaped_char};
 use std::collections::HashMap;
 
 /// One of the shared rules.
@@ -22,6 +24,8 @@ pub enum SharedRule {
     WsTail,
     /// Any JSON string (`json-string`).
     String,
+    /// One escaped character of a JSON string (`json-escape`).
+    Escape,
     /// Any JSON number (`json-number`).
     Number,
     /// Any JSON integer (`json-integer`).
@@ -41,6 +45,7 @@ impl SharedRule {
             SharedRule::Ws => "ws",
             SharedRule::WsTail => "ws-tail",
             SharedRule::String => "json-string",
+            SharedRule::Escape => "json-escape",
             SharedRule::Number => "json-number",
             SharedRule::Integer => "json-integer",
             SharedRule::Value => "json-value",
@@ -101,8 +106,11 @@ fn body(which: SharedRule, ws: Whitespace, get: &mut dyn FnMut(SharedRule) -> Ru
             Expr::repeat(Expr::class(false, [(' ', ' '), ('\t', '\t')]), 1, Some(max_run - 1))
         }
         SharedRule::String => {
-            Expr::seq(vec![Expr::literal("\""), Expr::star(json_any_char()), Expr::literal("\"")])
+            let char =
+                Expr::choice(vec![json_unescaped_char(), Expr::Rule(get(SharedRule::Escape))]);
+            Expr::seq(vec![Expr::literal("\""), Expr::star(char), Expr::literal("\"")])
         }
+        SharedRule::Escape => json_escape(),
         SharedRule::Number => Expr::seq(vec![
             Expr::optional(Expr::literal("-")),
             int_part(),
@@ -230,5 +238,10 @@ impl super::Converter<'_> {
     /// Whitespace between tokens.
     pub(crate) fn ws(&mut self) -> Expr {
         self.shared(SharedRule::Ws)
+    }
+
+    /// One character of a JSON string in any form (escapes through `json-escape`).
+    pub(crate) fn json_char(&mut self) -> Expr {
+        Expr::choice(vec![json_unescaped_char(), self.shared(SharedRule::Escape)])
     }
 }

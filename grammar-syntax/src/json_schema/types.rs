@@ -83,11 +83,12 @@ fn value_type(v: &Value) -> u8 {
     }
 }
 
-/// A JSON string whose decoded value is none of `names` (written canonically).
-fn string_excluding(names: &[&str]) -> Expr {
+/// A JSON string whose decoded value is none of `names` (written canonically);
+/// `any_char` is one character of a JSON string in any form.
+fn string_excluding(names: &[&str], any_char: Expr) -> Expr {
     let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
     let refs: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
-    quoted(excluding(&refs))
+    quoted(excluding(&refs, any_char))
 }
 
 /// String contents (canonical escapes) other than the given char sequences: a proper
@@ -96,7 +97,7 @@ fn string_excluding(names: &[&str]) -> Expr {
 /// no name continues none after any prefix: that case is written once, after any prefix,
 /// and so is the "anything" tail, instead of once per node of the names' trie (each
 /// copy an automaton of its own for multi-byte characters and escapes).
-fn excluding(names: &[&[char]]) -> Expr {
+fn excluding(names: &[&[char]], any_char: Expr) -> Expr {
     let mut used: Vec<char> = names.iter().flat_map(|n| n.iter().copied()).collect();
     used.sort();
     used.dedup();
@@ -110,7 +111,7 @@ fn excluding(names: &[&[char]]) -> Expr {
     let tail = if is_never(&divergent) {
         never()
     } else {
-        Expr::seq(vec![divergent, Expr::star(json_any_char())])
+        Expr::seq(vec![divergent, Expr::star(any_char)])
     };
     choice_or_never(vec![tail, unlisted_prefixes(names)])
 }
@@ -1128,7 +1129,8 @@ impl<'a> Converter<'a> {
             if excluded.is_empty() {
                 return Ok(self.shared(SharedRule::String));
             }
-            return Ok(string_excluding(&excluded));
+            let any_char = self.json_char();
+            return Ok(string_excluding(&excluded, any_char));
         }
         if !excluded.is_empty() {
             self.unsupported(
@@ -1137,6 +1139,8 @@ impl<'a> Converter<'a> {
             )?;
         }
         match (f.patterns.as_slice(), formats.as_slice(), lengths) {
+            // Escapes inline: each counted position calling `json-escape` would be one more
+            // position for the mask cache to classify at every character.
             ([], [], true) => Ok(quoted(self.counted(
                 json_any_char(),
                 count32(f.min_length),
@@ -1754,7 +1758,8 @@ impl<'a> Converter<'a> {
                 if refs.is_empty() {
                     self.shared(SharedRule::String)
                 } else {
-                    string_excluding(&refs)
+                    let any_char = self.json_char();
+                    string_excluding(&refs, any_char)
                 }
             } else {
                 let mut pf = Flat::new(&f.ptr);
@@ -1875,8 +1880,12 @@ impl<'a> Converter<'a> {
             return Ok(None);
         }
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let key =
-            if refs.is_empty() { self.shared(SharedRule::String) } else { string_excluding(&refs) };
+        let key = if refs.is_empty() {
+            self.shared(SharedRule::String)
+        } else {
+            let any_char = self.json_char();
+            string_excluding(&refs, any_char)
+        };
         Ok(Some(vec![(key, value)]))
     }
 
