@@ -26,8 +26,18 @@ fn fuse(mut expr: Expr) -> Expr {
 /// already fused tree allocates nothing.
 fn fuse_in_place(expr: &mut Expr) {
     match expr {
+        Expr::Seq(items) | Expr::Choice(items) => items.iter_mut().for_each(fuse_in_place),
+        Expr::Repeat { expr, .. } => fuse_in_place(expr),
+        _ => {}
+    }
+    fuse_top(expr);
+}
+
+/// Flattens and fuses the items of `expr` itself, whose items are fused already (rule
+/// inlining calls it where it put a body into a sequence or a choice).
+pub(crate) fn fuse_top(expr: &mut Expr) {
+    match expr {
         Expr::Seq(items) => {
-            items.iter_mut().for_each(fuse_in_place);
             let unchanged = !items.iter().any(|i| matches!(i, Expr::Seq(_) | Expr::Empty))
                 && !items.windows(2).any(|w| matches!(w, [Expr::Bytes(_), Expr::Bytes(_)]));
             if unchanged && items.len() > 1 {
@@ -48,7 +58,6 @@ fn fuse_in_place(expr: &mut Expr) {
             *expr = Expr::seq(out);
         }
         Expr::Choice(items) => {
-            items.iter_mut().for_each(fuse_in_place);
             if !items.iter().any(|i| matches!(i, Expr::Choice(_))) && items.len() > 1 {
                 return;
             }
@@ -62,7 +71,6 @@ fn fuse_in_place(expr: &mut Expr) {
             // (An empty choice, which matches nothing, stays as it is.)
             *expr = if out.is_empty() { Expr::Choice(out) } else { Expr::choice(out) };
         }
-        Expr::Repeat { expr, .. } => fuse_in_place(expr),
         _ => {}
     }
 }

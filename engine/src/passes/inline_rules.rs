@@ -23,6 +23,7 @@
 //!   holding a string). Text rarely holds escapes, so walking through the call costs
 //!   little, where copies cost every compile of every schema.
 
+use super::fuse_sequences::fuse_top;
 use super::PassConfig;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
 
@@ -122,11 +123,12 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
             };
             substitute(&mut body, &mut ctx, &sizes, config, &mut budget);
             // Each callee body inlined (`size` nodes, taken from the budget) replaced one
-            // reference node.
+            // reference node; fusion where bodies landed may have saved a few more (the
+            // size kept is an upper bound, which only makes the budgets stricter).
             room -= granted - budget;
             sizes[r] += granted - budget;
             sizes[r] -= ctx.inlined;
-            debug_assert_eq!(sizes[r], body.size());
+            debug_assert!(sizes[r] >= body.size());
             grammar.rules[r].body = body;
         }
     }
@@ -144,13 +146,16 @@ struct Context<'a> {
     inlined: usize,
 }
 
+/// Replaces the references of `expr` to rules that are inlined by their bodies; whether
+/// a body landed in `expr` (replaced it, or one of its items). Bodies are fused ([`super::fuse_sequences`] runs before
+/// inlining), and so is each node a body lands in ([`fuse_top`]): the result is fused.
 fn substitute(
     expr: &mut Expr,
     ctx: &mut Context<'_>,
     sizes: &[usize],
     config: &PassConfig,
     budget: &mut usize,
-) {
+) -> bool {
     match expr {
         Expr::Rule(r) => {
             let i = r.index();
@@ -169,15 +174,26 @@ fn substitute(
                 } else {
                     callee.body.clone()
                 };
+                return true;
             }
+            false
         }
         Expr::Seq(items) | Expr::Choice(items) => {
+            let mut landed = false;
             for item in items {
-                substitute(item, ctx, sizes, config, budget);
+                landed |= substitute(item, ctx, sizes, config, budget);
             }
+            if landed {
+                // (It may become an item its parent must flatten: a sequence of one choice.)
+                fuse_top(expr);
+            }
+            landed
         }
-        Expr::Repeat { expr, .. } => substitute(expr, ctx, sizes, config, budget),
-        _ => {}
+        Expr::Repeat { expr, .. } => {
+            substitute(expr, ctx, sizes, config, budget);
+            false
+        }
+        _ => false,
     }
 }
 

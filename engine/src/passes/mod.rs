@@ -69,12 +69,14 @@ impl Default for PassConfig {
 /// 0. [`eliminate_left_recursion`]: `expr ::= expr "+" term | term` becomes
 ///    `expr ::= term ("+" term)*` (direct and indirect left recursion).
 /// 1. [`remove_dead_rules`]: only rules reachable from the root remain.
-/// 2. [`inline_rules`]: references to small non-recursive rules are replaced by their
-///    bodies, so most grammars become a few recursive rules (fewer stacks at run time);
-///    long counted runs of one character and escapes stay calls ([`stays_call`]).
-/// 3. [`remove_dead_rules`] again: rules inlined everywhere disappear.
-/// 4. [`fuse_sequences`]: nested sequences and choices are flattened, adjacent byte
+/// 2. [`fuse_sequences`]: nested sequences and choices are flattened, adjacent byte
 ///    strings fused.
+/// 3. [`inline_rules`]: references to small non-recursive rules are replaced by their
+///    bodies, so most grammars become a few recursive rules (fewer stacks at run time);
+///    long counted runs of one character and escapes stay calls ([`stays_call`]). Each
+///    node a body lands in is fused again, so the result stays fused without a walk over
+///    the copies.
+/// 4. [`remove_dead_rules`] again: rules inlined everywhere disappear.
 /// 5. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
 ///
@@ -93,10 +95,10 @@ pub fn run(
     let grammar = eliminate_left_recursion(grammar, deadline)?;
     deadline.check("left-recursion elimination")?;
     let grammar = remove_dead_rules(grammar);
+    let grammar = fuse_sequences(grammar);
     let grammar = inline_rules(grammar, config);
     deadline.check("rule inlining")?;
     let grammar = remove_dead_rules(grammar);
-    let grammar = fuse_sequences(grammar);
     let grammar = outline_repetitions(grammar);
     deadline.check("repetition outlining")?;
     Ok(grammar)
