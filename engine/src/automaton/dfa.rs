@@ -516,10 +516,26 @@ fn determinize(
             }
         }
         dfa.accepting.push(set.binary_search(&nfa.accept).is_ok());
-        // Classes between two consecutive points step to the same NFA states: close and
-        // intern each such segment once.
         let row = dfa.trans.len();
         dfa.trans.resize(row + n_classes, DEAD);
+        // Every byte edge steps to one NFA state and nothing else leaves (a literal's
+        // next byte, a class): one target, no segments to tell apart.
+        if symbols.is_empty() && ranges.iter().all(|r| r.2 == ranges[0].2) {
+            if let Some(&(_, _, to)) = ranges.first().filter(|r| subsets.live[r.2 as usize]) {
+                target.clear();
+                target.push(to);
+                let t = subsets.resolve(&mut target)?;
+                for &(first, last, _) in &ranges {
+                    dfa.trans[row + first as usize..=row + last as usize].fill(t);
+                }
+            }
+            dfa.calls.push(SmallVec::new());
+            dfa.tokens.push(SmallVec::new());
+            i += 1;
+            continue;
+        }
+        // Classes between two consecutive points step to the same NFA states: close and
+        // intern each such segment once.
         points.clear();
         for &(first, last, _) in &ranges {
             points.push(u16::from(first));

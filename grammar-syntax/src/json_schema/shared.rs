@@ -199,16 +199,9 @@ pub fn shared_rule(
     }
     let name = b.fresh_name(which.name());
     let id = b.declare(&name);
+    // In the cache before its body is built: the rules it uses may use it.
     cache.insert(which.name(), id);
-    let mut needed = Vec::new();
-    let e = body(which, ws, &mut |r| {
-        needed.push(r);
-        RuleId::new(0)
-    });
-    let _ = e;
-    let ids: Vec<RuleId> = needed.into_iter().map(|r| shared_rule(b, cache, ws, r)).collect();
-    let mut it = ids.into_iter();
-    let e = body(which, ws, &mut |_| it.next().unwrap_or(id));
+    let e = body(which, ws, &mut |r| shared_rule(b, cache, ws, r));
     b.define(id, e);
     id
 }
