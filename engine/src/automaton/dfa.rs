@@ -569,20 +569,22 @@ fn determinize(
             }
             let (from, to) = (points[seg as usize], points[seg as usize + 1]);
             // Segments of one state often step to the same NFA states (a character
-            // class split by others): those are looked up once per state.
-            let t = match seen_targets[..used].iter().find(|(t, _)| *t == target) {
-                Some(&(_, t)) => t,
-                None => {
-                    if used == seen_targets.len() {
-                        seen_targets.push((Vec::new(), 0));
-                    }
-                    seen_targets[used].0.clear();
-                    seen_targets[used].0.extend_from_slice(&target);
-                    let t = subsets.resolve(&mut target)?;
-                    seen_targets[used].1 = t;
-                    used += 1;
-                    t
+            // class split by others): those are looked up once per state (one NFA state
+            // is found by its index at once).
+            let t = if target.len() == 1 {
+                subsets.resolve(&mut target)?
+            } else if let Some(&(_, t)) = seen_targets[..used].iter().find(|(t, _)| *t == target) {
+                t
+            } else {
+                if used == seen_targets.len() {
+                    seen_targets.push((Vec::new(), 0));
                 }
+                seen_targets[used].0.clear();
+                seen_targets[used].0.extend_from_slice(&target);
+                let t = subsets.resolve(&mut target)?;
+                seen_targets[used].1 = t;
+                used += 1;
+                t
             };
             dfa.trans[row + from as usize..row + to as usize].fill(t);
         }
