@@ -79,6 +79,7 @@ impl<'g> Flat<'g> {
         Flat { nodes, body_roots, rule_nodes }
     }
 
+    #[cfg(test)]
     fn children(&self, node: usize) -> std::ops::Range<usize> {
         let n = &self.nodes[node];
         if n.child_count == 0 {
@@ -206,24 +207,28 @@ fn productive_leaf(expr: &Expr) -> bool {
 /// For each rule (indexed by [`RuleId::index`]): whether it matches the empty string.
 /// Lookahead assertions do not count.
 pub fn nullable(grammar: &Grammar) -> Vec<bool> {
-    let flat = Flat::new(grammar);
-    propagate(grammar, &flat, nullable_leaf).0
+    least_fixpoint(grammar, nullable_leaf)
 }
 
 /// For each rule: whether it matches at least one finite string (has a finite
 /// derivation). A rule that is not productive can never finish.
 pub fn productive(grammar: &Grammar) -> Vec<bool> {
-    // Rounds over the rules, last defined first (rules tend to refer to rules defined
-    // after them), each evaluating the bodies not yet known productive with what the
-    // rounds before found: from nothing known, each round finds more, and a round that
-    // finds nothing new ends at the least fixpoint. Most grammars settle in two rounds
-    // with no allocation but the answer; past a few, the linear propagation over the
-    // flattened grammar takes over, so a long chain of rules stays linear.
+    least_fixpoint(grammar, productive_leaf)
+}
+
+/// The least fixpoint of "a rule is true when its body is", leaves decided by `leaf`
+/// (as [`propagate`] computes it). Rounds over the rules, last defined first (rules tend
+/// to refer to rules defined after them), each evaluating the bodies not yet true with
+/// what the rounds before found: from nothing, each round finds more, and a round that
+/// finds nothing new ends at the least fixpoint. Most grammars settle in two rounds with
+/// no allocation but the answer; past a few, the linear propagation over the flattened
+/// grammar takes over, so a long chain of rules stays linear.
+fn least_fixpoint(grammar: &Grammar, leaf: fn(&Expr) -> bool) -> Vec<bool> {
     let mut known = vec![false; grammar.rules.len()];
-    for _ in 0..PRODUCTIVE_ROUNDS {
+    for _ in 0..FIXPOINT_ROUNDS {
         let mut found = false;
         for (i, rule) in grammar.rules.iter().enumerate().rev() {
-            if !known[i] && derives(&rule.body, &known) {
+            if !known[i] && holds(&rule.body, &known, leaf) {
                 known[i] = true;
                 found = true;
             }
@@ -233,20 +238,22 @@ pub fn productive(grammar: &Grammar) -> Vec<bool> {
         }
     }
     let flat = Flat::new(grammar);
-    propagate(grammar, &flat, productive_leaf).0
+    propagate(grammar, &flat, leaf).0
 }
 
-/// Rounds of [`productive`] before the linear propagation takes over.
-const PRODUCTIVE_ROUNDS: usize = 4;
+/// Rounds of [`least_fixpoint`] before the linear propagation takes over.
+const FIXPOINT_ROUNDS: usize = 4;
 
-/// Whether `expr` has a finite derivation when the rules `known` are productive.
-fn derives(expr: &Expr, known: &[bool]) -> bool {
+/// Whether `expr` is true when the rules `known` are, leaves decided by `leaf`: a
+/// sequence when all its items are, a choice when one is, a repetition when it may
+/// repeat zero times or its item is.
+fn holds(expr: &Expr, known: &[bool], leaf: fn(&Expr) -> bool) -> bool {
     match expr {
-        Expr::Seq(items) => items.iter().all(|e| derives(e, known)),
-        Expr::Choice(items) => items.iter().any(|e| derives(e, known)),
-        Expr::Repeat { expr, min, max } => *min == 0 || *max == Some(0) || derives(expr, known),
+        Expr::Seq(items) => items.iter().all(|e| holds(e, known, leaf)),
+        Expr::Choice(items) => items.iter().any(|e| holds(e, known, leaf)),
+        Expr::Repeat { expr, min, max } => *min == 0 || *max == Some(0) || holds(expr, known, leaf),
         Expr::Rule(id) => known.get(id.index()).copied().unwrap_or(false),
-        leaf => productive_leaf(leaf),
+        other => leaf(other),
     }
 }
 
@@ -279,34 +286,43 @@ pub fn reachable(grammar: &Grammar) -> Vec<bool> {
 
 /// For each rule, the rules it may call before consuming any input (deduplicated).
 fn left_edges(grammar: &Grammar) -> Vec<Vec<usize>> {
-    let flat = Flat::new(grammar);
-    let (_, node_nullable) = propagate(grammar, &flat, nullable_leaf);
-    let count = grammar.rules.len();
-    let mut edges = vec![Vec::new(); count];
-    let mut stack = Vec::new();
-    for (rule, out) in edges.iter_mut().enumerate() {
-        stack.push(flat.body_roots[rule]);
-        while let Some(node) = stack.pop() {
-            match flat.nodes[node].expr {
-                Expr::Rule(id) if id.index() < count && !out.contains(&id.index()) => {
-                    out.push(id.index());
-                }
-                Expr::Seq(_) => {
-                    for child in flat.children(node) {
-                        stack.push(child);
-                        if !node_nullable[child] {
-                            break;
-                        }
-                    }
-                }
-                Expr::Choice(_) => stack.extend(flat.children(node)),
-                Expr::Repeat { max: Some(0), .. } => {}
-                Expr::Repeat { .. } => stack.extend(flat.children(node)),
-                _ => {}
+    let nullable = nullable(grammar);
+    grammar
+        .rules
+        .iter()
+        .map(|rule| {
+            let mut out = Vec::new();
+            leading_rules(&rule.body, &nullable, &mut out);
+            out
+        })
+        .collect()
+}
+
+/// Adds the rules `expr` may call before consuming input to `out` (once each); whether
+/// `expr` matches the empty string, rules `nullable` given. Each node is visited at most
+/// once: a sequence's items past its first non-nullable one are not leading.
+fn leading_rules(expr: &Expr, nullable: &[bool], out: &mut Vec<usize>) -> bool {
+    match expr {
+        Expr::Rule(id) => {
+            let Some(&empty) = nullable.get(id.index()) else { return false };
+            if !out.contains(&id.index()) {
+                out.push(id.index());
             }
+            empty
         }
+        Expr::Seq(items) => items.iter().all(|e| leading_rules(e, nullable, out)),
+        Expr::Choice(items) => {
+            // Every alternative leads: no short circuit.
+            let mut empty = false;
+            for e in items {
+                empty |= leading_rules(e, nullable, out);
+            }
+            empty
+        }
+        Expr::Repeat { max: Some(0), .. } => true,
+        Expr::Repeat { expr, min, .. } => leading_rules(expr, nullable, out) || *min == 0,
+        other => nullable_leaf(other),
     }
-    edges
 }
 
 /// Strongly connected components of a graph given as adjacency lists (Tarjan's
@@ -473,12 +489,46 @@ mod tests {
         assert_eq!(productive(&g), vec![true, false, true, false, true, false]);
     }
 
-    /// The rounds of `productive` and the linear propagation agree: on random grammars
+    /// Leading calls over the flattened grammar and its nodes' nullability: the
+    /// reference for [`left_edges`].
+    fn left_edges_by_propagation(grammar: &Grammar) -> Vec<Vec<usize>> {
+        let flat = Flat::new(grammar);
+        let (_, node_nullable) = propagate(grammar, &flat, nullable_leaf);
+        let count = grammar.rules.len();
+        let mut edges = vec![Vec::new(); count];
+        for (rule, out) in edges.iter_mut().enumerate() {
+            let mut stack = vec![flat.body_roots[rule]];
+            while let Some(node) = stack.pop() {
+                match flat.nodes[node].expr {
+                    Expr::Rule(id) if id.index() < count && !out.contains(&id.index()) => {
+                        out.push(id.index());
+                    }
+                    Expr::Seq(_) => {
+                        for child in flat.children(node) {
+                            stack.push(child);
+                            if !node_nullable[child] {
+                                break;
+                            }
+                        }
+                    }
+                    Expr::Choice(_) => stack.extend(flat.children(node)),
+                    Expr::Repeat { max: Some(0), .. } => {}
+                    Expr::Repeat { .. } => stack.extend(flat.children(node)),
+                    _ => {}
+                }
+            }
+            out.sort_unstable();
+        }
+        edges
+    }
+
+    /// The rounds of `productive` and `nullable` and the linear propagation agree: on random grammars
     /// (settled in a few rounds or not), and on chains of rules in either order, one
     /// long enough to need the propagation.
     #[test]
-    fn productive_rounds_agree_with_propagation() {
+    fn fixpoint_rounds_agree_with_propagation() {
         let by_propagation = |g: &Grammar| propagate(g, &Flat::new(g), productive_leaf).0;
+        let nullable_by_propagation = |g: &Grammar| propagate(g, &Flat::new(g), nullable_leaf).0;
         let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
         let mut next = |n: u64| {
             seed ^= seed << 13;
@@ -506,6 +556,10 @@ mod tests {
             }
             let g = b.finish(ids[0]).unwrap();
             assert_eq!(productive(&g), by_propagation(&g), "{g:?}");
+            assert_eq!(nullable(&g), nullable_by_propagation(&g), "{g:?}");
+            let mut edges = left_edges(&g);
+            edges.iter_mut().for_each(|e| e.sort_unstable());
+            assert_eq!(edges, left_edges_by_propagation(&g), "{g:?}");
         }
         for forward in [true, false] {
             let n: usize = 50;
