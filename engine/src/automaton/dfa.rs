@@ -490,7 +490,10 @@ fn determinize(
     let mut set: Vec<NfaState> = Vec::new();
     let mut ranges: Vec<(u8, u8, NfaState)> = Vec::new();
     let mut points: Vec<u16> = Vec::new();
-    let mut covered: Vec<(u32, NfaState)> = Vec::new();
+    let mut covered: Vec<NfaState> = Vec::new();
+    let mut starts: Vec<u32> = Vec::new();
+    let mut cursor: Vec<u32> = Vec::new();
+    let mut seg_at = [0u16; 257];
     let mut symbols: Vec<(u8, u32, NfaState)> = Vec::new();
     // Per state: the targets (before closure) of the segments already resolved.
     let mut seen_targets: Vec<(Vec<NfaState>, u32)> = Vec::new();
@@ -536,38 +539,63 @@ fn determinize(
         }
         // Classes between two consecutive points step to the same NFA states: close and
         // intern each such segment once.
-        points.clear();
+        // The points where the set of ranges changes, in order: a bitmap over the class
+        // indices (at most 257 points), and each point's segment.
+        let mut marks = [0u64; 5];
         for &(first, last, _) in &ranges {
-            points.push(u16::from(first));
-            points.push(u16::from(last) + 1);
+            for p in [usize::from(first), usize::from(last) + 1] {
+                marks[p >> 6] |= 1 << (p & 63);
+            }
         }
-        points.sort_unstable();
-        points.dedup();
-        // Each live range's target, tagged with every segment (between two consecutive
-        // points) it covers; sorted, the targets of one segment are adjacent.
-        covered.clear();
+        points.clear();
+        for (w, &word) in marks.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let p = w * 64 + bits.trailing_zeros() as usize;
+                seg_at[p] = points.len() as u16;
+                points.push(p as u16);
+                bits &= bits - 1;
+            }
+        }
+        // Each live range's target in every segment (between two consecutive points) it
+        // covers, bucketed by segment: `starts[seg]..starts[seg + 1]` in `covered`.
+        let segments = points.len().saturating_sub(1);
+        starts.clear();
+        starts.resize(segments + 1, 0);
+        let span = |first: u8, last: u8| {
+            usize::from(seg_at[usize::from(first)])..usize::from(seg_at[usize::from(last) + 1])
+        };
         for &(first, last, t) in &ranges {
-            if !subsets.live[t as usize] {
+            if subsets.live[t as usize] {
+                span(first, last).for_each(|seg| starts[seg + 1] += 1);
+            }
+        }
+        for k in 1..starts.len() {
+            starts[k] += starts[k - 1];
+        }
+        covered.clear();
+        covered.resize(starts[segments] as usize, 0);
+        cursor.clear();
+        cursor.extend_from_slice(&starts);
+        for &(first, last, t) in &ranges {
+            if subsets.live[t as usize] {
+                for seg in span(first, last) {
+                    covered[cursor[seg] as usize] = t;
+                    cursor[seg] += 1;
+                }
+            }
+        }
+        let mut used = 0;
+        for seg in 0..segments {
+            let bucket = &mut covered[starts[seg] as usize..starts[seg + 1] as usize];
+            if bucket.is_empty() {
                 continue;
             }
-            let mut seg = points.partition_point(|&p| p <= u16::from(first)) - 1;
-            while points[seg] <= u16::from(last) {
-                covered.push((seg as u32, t));
-                seg += 1;
-            }
-        }
-        covered.sort_unstable();
-        covered.dedup();
-        let mut used = 0;
-        let mut j = 0;
-        while j < covered.len() {
-            let seg = covered[j].0;
+            bucket.sort_unstable();
             target.clear();
-            while j < covered.len() && covered[j].0 == seg {
-                target.push(covered[j].1);
-                j += 1;
-            }
-            let (from, to) = (points[seg as usize], points[seg as usize + 1]);
+            target.extend_from_slice(bucket);
+            target.dedup();
+            let (from, to) = (points[seg], points[seg + 1]);
             // Segments of one state often step to the same NFA states (a character
             // class split by others): those are looked up once per state (one NFA state
             // is found by its index at once).
