@@ -240,15 +240,7 @@ impl Compiler {
         grammar: &Grammar,
         start: Instant,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        let deadline = Deadline::starting_at(start, self.config.limits.max_compile_time);
-        deadline.check("parsing")?;
-        let copy = || Ok(grammar.clone());
-        match &self.cache {
-            Some(cache) => cache.get_or_compile(grammar, &self.config, || {
-                self.compile_uncached(grammar.clone(), &copy, false, &deadline)
-            }),
-            None => self.compile_uncached(grammar.clone(), &copy, false, &deadline),
-        }
+        self.compile_made(grammar.clone(), &|| Ok(grammar.clone()), false, start)
     }
 
     /// Compiles `grammar`, made from its source at `start`. The passes consume it; a
