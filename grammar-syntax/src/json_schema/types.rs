@@ -103,9 +103,12 @@ fn excluding(names: &[&[char]], any_char: Expr) -> Expr {
     used.dedup();
     let foreign =
         encode_class(&CharClass::new(true, used.iter().map(|&c| (c, c))), CharEncoding::JsonString);
-    let mut divergent = vec![divergent_prefixes(names, &used)];
+    let mut sorted = names.to_vec();
+    sorted.sort_unstable();
+    let trie = Trie { names: &sorted, depth: 0 };
+    let mut divergent = vec![divergent_prefixes(trie, &used)];
     if !is_never(&foreign) {
-        divergent.push(Expr::seq(vec![all_prefixes(names), foreign]));
+        divergent.push(Expr::seq(vec![all_prefixes(trie), foreign]));
     }
     let divergent = choice_or_never(divergent);
     let tail = if is_never(&divergent) {
@@ -113,69 +116,83 @@ fn excluding(names: &[&[char]], any_char: Expr) -> Expr {
     } else {
         Expr::seq(vec![divergent, Expr::star(any_char)])
     };
-    choice_or_never(vec![tail, unlisted_prefixes(names)])
+    choice_or_never(vec![tail, unlisted_prefixes(trie)])
 }
 
-/// The first characters of the non-empty `names`, sorted, each with the rest of the
-/// names that start with it.
-fn by_first_char<'n>(names: &[&'n [char]]) -> Vec<(char, Vec<&'n [char]>)> {
-    let mut firsts: Vec<char> = names.iter().filter_map(|n| n.first().copied()).collect();
-    firsts.sort();
-    firsts.dedup();
-    firsts
-        .into_iter()
-        .map(|c| (c, names.iter().filter(|n| n.first() == Some(&c)).map(|n| &n[1..]).collect()))
-        .collect()
+/// A node of the names' trie: the names (sorted) that share a prefix of `depth`
+/// characters, a run of the sorted names.
+#[derive(Clone, Copy)]
+struct Trie<'a> {
+    names: &'a [&'a [char]],
+    depth: usize,
 }
 
-/// Every prefix (canonical escapes, the empty one and the names included) of `names`.
-fn all_prefixes(names: &[&[char]]) -> Expr {
+impl<'a> Trie<'a> {
+    /// Whether a name ends here (is the prefix itself).
+    fn ends(self) -> bool {
+        self.names.first().is_some_and(|n| n.len() == self.depth)
+    }
+
+    /// The characters that continue some name here, in order, each with its node (the
+    /// names continuing with it: consecutive, as the names are sorted and the ones that
+    /// end here come first).
+    fn children(self) -> impl Iterator<Item = (char, Trie<'a>)> {
+        let depth = self.depth;
+        let ending = self.names.iter().take_while(|n| n.len() == depth).count();
+        let mut rest = &self.names[ending..];
+        std::iter::from_fn(move || {
+            let c = *rest.first()?.get(depth)?;
+            let n = rest.iter().take_while(|name| name.get(depth) == Some(&c)).count();
+            let (group, tail) = rest.split_at(n);
+            rest = tail;
+            Some((c, Trie { names: group, depth: depth + 1 }))
+        })
+    }
+}
+
+/// `c` as a JSON-string literal (canonical escape).
+fn char_literal(c: char) -> Expr {
+    encode_literal(c.encode_utf8(&mut [0; 4]), CharEncoding::JsonString)
+}
+
+/// Every prefix (canonical escapes, the empty one and the names included) of the names
+/// below `trie`, after its prefix.
+fn all_prefixes(trie: Trie<'_>) -> Expr {
     let mut alts = vec![Expr::Empty];
-    for (c, rest) in by_first_char(names) {
-        alts.push(Expr::seq(vec![
-            encode_literal(&c.to_string(), CharEncoding::JsonString),
-            all_prefixes(&rest),
-        ]));
+    for (c, child) in trie.children() {
+        alts.push(Expr::seq(vec![char_literal(c), all_prefixes(child)]));
     }
     Expr::choice(alts)
 }
 
-/// Strings `p c` (canonical escapes) where `p` is a prefix of some of `names`, `c` one
-/// of the characters `used` in them, and `p c` a prefix of none.
-fn divergent_prefixes(names: &[&[char]], used: &[char]) -> Expr {
-    let groups = by_first_char(names);
-    let others: Vec<(char, char)> = used
-        .iter()
-        .filter(|c| !groups.iter().any(|(first, _)| first == *c))
-        .map(|&c| (c, c))
-        .collect();
+/// Strings `p c` (canonical escapes) where `p` continues the prefix of `trie` into a
+/// prefix of some of its names, `c` is one of the characters `used` in them, and `p c`
+/// continues none.
+fn divergent_prefixes(trie: Trie<'_>, used: &[char]) -> Expr {
+    let continuing: Vec<char> = trie.children().map(|(c, _)| c).collect();
+    // Both sorted: the used characters that continue no name here.
+    let others = used.iter().filter(|c| continuing.binary_search(c).is_err()).map(|&c| (c, c));
     let mut alts = vec![encode_class(&CharClass::new(false, others), CharEncoding::JsonString)];
-    for (c, rest) in groups {
-        let after = divergent_prefixes(&rest, used);
+    for (c, child) in trie.children() {
+        let after = divergent_prefixes(child, used);
         if !is_never(&after) {
-            alts.push(Expr::seq(vec![
-                encode_literal(&c.to_string(), CharEncoding::JsonString),
-                after,
-            ]));
+            alts.push(Expr::seq(vec![char_literal(c), after]));
         }
     }
     choice_or_never(alts)
 }
 
-/// The prefixes (canonical escapes, the empty one included) of `names` that are none of
-/// `names`.
-fn unlisted_prefixes(names: &[&[char]]) -> Expr {
+/// The prefixes (canonical escapes, the empty one included) that continue the prefix of
+/// `trie` and are none of its names.
+fn unlisted_prefixes(trie: Trie<'_>) -> Expr {
     let mut alts = Vec::new();
-    if !names.iter().any(|n| n.is_empty()) {
+    if !trie.ends() {
         alts.push(Expr::Empty);
     }
-    for (c, rest) in by_first_char(names) {
-        let after = unlisted_prefixes(&rest);
+    for (c, child) in trie.children() {
+        let after = unlisted_prefixes(child);
         if !is_never(&after) {
-            alts.push(Expr::seq(vec![
-                encode_literal(&c.to_string(), CharEncoding::JsonString),
-                after,
-            ]));
+            alts.push(Expr::seq(vec![char_literal(c), after]));
         }
     }
     choice_or_never(alts)
