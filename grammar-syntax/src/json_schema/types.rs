@@ -1493,7 +1493,7 @@ impl<'a> Converter<'a> {
         } else if self.opts.property_order == super::PropertyOrder::Any {
             self.member_list_any_order(&members, &required_order, additional.as_ref(), &w, &f.ptr)?
         } else {
-            self.member_list(&members, additional.as_ref(), &w)
+            self.member_list(members, additional, &w)
         };
         Ok(Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")]))
     }
@@ -1505,6 +1505,15 @@ impl<'a> Converter<'a> {
             Expr::Rule(self.b.add_fresh(prefix, e.clone()))
         } else {
             e.clone()
+        }
+    }
+
+    /// [`Converter::rule_past`] of an expression given away.
+    fn rule_past_owned(&mut self, prefix: &str, e: Expr, max: usize) -> Expr {
+        if e.size() > max {
+            Expr::Rule(self.b.add_fresh(prefix, e))
+        } else {
+            e
         }
     }
 
@@ -1572,7 +1581,7 @@ impl<'a> Converter<'a> {
                     4 * budget
                 ),
             )?;
-            return Ok(self.member_list(members, additional, w));
+            return Ok(self.member_list(members.to_vec(), additional.cloned(), w));
         }
         for i in (0..n).filter(|&i| !members[i].0) {
             if all_tracked || copies(steps, tracked.len() + 1) <= budget {
@@ -1653,8 +1662,8 @@ impl<'a> Converter<'a> {
     /// Known members in order (optional ones may be left out), then additional ones.
     fn member_list(
         &mut self,
-        members: &[(bool, Expr)],
-        additional: Option<&Expr>,
+        members: Vec<(bool, Expr)>,
+        additional: Option<Expr>,
         w: &Expr,
     ) -> Expr {
         let n = members.len();
@@ -1664,10 +1673,11 @@ impl<'a> Converter<'a> {
         // times: large members become rules of their own, and tails become rules when
         // their copies would add up, so nested objects do not multiply sizes.
         let members: Vec<(bool, Expr)> = members
-            .iter()
-            .map(|(required, e)| (*required, self.rule_past("member", e, MAX_COPIED_MEMBER)))
+            .into_iter()
+            .map(|(required, e)| (required, self.rule_past_owned("member", e, MAX_COPIED_MEMBER)))
             .collect();
-        let additional = additional.map(|a| self.rule_past("additional", a, MAX_COPIED_MEMBER));
+        let additional =
+            additional.map(|a| self.rule_past_owned("additional", a, MAX_COPIED_MEMBER));
         let additional = additional.as_ref();
         let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
         let use_rules = (first_required + 1) * total > 1024;
