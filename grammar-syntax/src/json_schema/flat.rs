@@ -13,6 +13,7 @@ use super::refs::{escape_token, parse_canonical};
 use super::{Converter, Sub};
 use crate::diagnostic::{Category, Diagnostic};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The JSON types as a bit set; `INTEGER` is the integral part of `number`.
 pub(crate) mod types {
@@ -368,7 +369,7 @@ fn sub_of<'a>(v: &'a Value, ptr: String) -> Sub<'a> {
 impl<'a> Converter<'a> {
     /// The schema a canonical `$ref` points to.
     pub(crate) fn target(&self, r: &str, ptr: &str) -> Result<Sub<'a>, Diagnostic> {
-        let docs: &'a [Value] = self.docs;
+        let docs: &'a [Cow<'a, Value>] = self.docs;
         if let Some(i) = super::refs::parse_unresolved(r) {
             if let Some(e) = self.ref_errors.get(i) {
                 return Err(e.clone());

@@ -64,6 +64,7 @@ mod types;
 use crate::diagnostic::{Category, Diagnostic, Diagnostics};
 use crate::ir::{Expr, Grammar, GrammarBuilder, RuleId, Span};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 pub use shared::builtin_json_grammar;
@@ -379,7 +380,7 @@ pub(crate) struct Converter<'a> {
     pub(crate) opts: &'a JsonSchemaOptions,
     pub(crate) b: GrammarBuilder,
     pub(crate) warnings: Vec<Diagnostic>,
-    pub(crate) docs: &'a [Value],
+    pub(crate) docs: &'a [Cow<'a, Value>],
     pub(crate) ref_errors: &'a [Diagnostic],
     ref_rules: HashMap<String, RuleId>,
     pending: Vec<(Sub<'a>, RuleId)>,
@@ -411,7 +412,7 @@ struct Memo {
 
 impl<'a> Converter<'a> {
     fn run(&mut self, root: RuleId) -> Result<(), Diagnostic> {
-        let docs: &'a [Value] = self.docs;
+        let docs: &'a [Cow<'a, Value>] = self.docs;
         let sub = Sub { v: &docs[0], ptr: String::new(), neg: false };
         let body = self.compile_sub(&sub, 0)?;
         self.charge(&body, "")?;

@@ -6,6 +6,7 @@
 use super::{limit_error, JsonSchemaOptions};
 use crate::diagnostic::{Category, Diagnostic};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// The scheme of rewritten references: `grammask-doc:INDEX#POINTER`.
@@ -39,21 +40,22 @@ struct Registry {
 const UNRESOLVED: &str = "grammask-error:";
 
 /// The documents with every `$ref` rewritten (index 0 is the schema, then the remotes),
-/// and the errors of the references that could not be resolved.
-pub(crate) fn canonicalize(
-    schema: &Value,
-    opts: &JsonSchemaOptions,
-) -> Result<(Vec<Value>, Vec<Diagnostic>), Diagnostic> {
-    let mut docs = vec![schema.clone()];
+/// and the errors of the references that could not be resolved. A document is copied
+/// only when something in it is rewritten.
+pub(crate) fn canonicalize<'s>(
+    schema: &'s Value,
+    opts: &'s JsonSchemaOptions,
+) -> Result<(Vec<Cow<'s, Value>>, Vec<Diagnostic>), Diagnostic> {
+    let mut docs = vec![Cow::Borrowed(schema)];
     let mut bases = vec![DEFAULT_BASE.to_string()];
     for (uri, doc) in &opts.remote_documents {
-        docs.push(doc.clone());
+        docs.push(Cow::Borrowed(doc));
         bases.push(strip_fragment(uri).to_string());
     }
     for doc in &mut docs {
         let old = doc.get("$schema").and_then(Value::as_str).is_some_and(is_old_draft);
         if old {
-            rename_new_keywords(doc, 0, opts.max_depth);
+            rename_new_keywords(doc.to_mut(), 0, opts.max_depth);
         }
     }
     let mut reg = Registry::default();
@@ -70,7 +72,7 @@ pub(crate) fn canonicalize(
                 format!("{UNRESOLVED}{}", errors.len() - 1)
             }
         };
-        if let Some(Value::Object(obj)) = docs[site.doc].pointer_mut(&site.ptr) {
+        if let Some(Value::Object(obj)) = docs[site.doc].to_mut().pointer_mut(&site.ptr) {
             obj.insert("$ref".to_string(), Value::String(canonical));
         }
     }
@@ -183,7 +185,11 @@ fn walk(
     Ok(())
 }
 
-fn resolve(reg: &Registry, docs: &[Value], site: &RefSite) -> Result<(usize, String), Diagnostic> {
+fn resolve(
+    reg: &Registry,
+    docs: &[Cow<'_, Value>],
+    site: &RefSite,
+) -> Result<(usize, String), Diagnostic> {
     let at = format!("{}/$ref", site.ptr);
     let absolute = join(&site.base, &site.target);
     let (uri, fragment) = match absolute.split_once('#') {
