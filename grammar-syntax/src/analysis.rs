@@ -522,9 +522,10 @@ mod tests {
         edges
     }
 
-    /// The rounds of `productive` and `nullable` and the linear propagation agree: on random grammars
-    /// (settled in a few rounds or not), and on chains of rules in either order, one
-    /// long enough to need the propagation.
+    /// The rounds of `productive` and `nullable` agree with the linear propagation, and
+    /// the leading calls with those found over the flattened grammar: on random grammars
+    /// (settled in a few rounds or not), and on chains of rules in either order, one long
+    /// enough to need the propagation.
     #[test]
     fn fixpoint_rounds_agree_with_propagation() {
         let by_propagation = |g: &Grammar| propagate(g, &Flat::new(g), productive_leaf).0;

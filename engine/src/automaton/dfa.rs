@@ -537,10 +537,9 @@ fn determinize(
             i += 1;
             continue;
         }
-        // Classes between two consecutive points step to the same NFA states: close and
-        // intern each such segment once.
-        // The points where the set of ranges changes, in order: a bitmap over the class
-        // indices (at most 257 points), and each point's segment.
+        // Classes between two consecutive points (where the set of ranges changes) step
+        // to the same NFA states: close and intern each such segment once. The points in
+        // order from a bitmap over the class indices (at most 257), and each one's segment.
         let mut marks = [0u64; 5];
         for &(first, last, _) in &ranges {
             for p in [usize::from(first), usize::from(last) + 1] {

@@ -49,7 +49,7 @@ pub fn is_counted_run(rule: &Rule) -> bool {
 }
 
 /// Whether `rule` is an escape: it calls nothing, reads no token set, has no lookahead,
-/// and its body is a sequence that starts with the byte `\\`.
+/// and its body is a sequence that starts with the byte `\`.
 pub fn is_escape(rule: &Rule) -> bool {
     if rule.lookahead.is_some() {
         return false;
@@ -147,8 +147,9 @@ struct Context<'a> {
 }
 
 /// Replaces the references of `expr` to rules that are inlined by their bodies; whether
-/// a body landed in `expr` (replaced it, or one of its items). Bodies are fused ([`super::fuse_sequences`] runs before
-/// inlining), and so is each node a body lands in ([`fuse_top`]): the result is fused.
+/// a body landed in `expr` (replaced it, or one of its items). Bodies are fused
+/// ([`super::fuse_sequences`] runs before inlining), and so is each node a body lands in
+/// ([`fuse_top`]): the result is fused.
 fn substitute(
     expr: &mut Expr,
     ctx: &mut Context<'_>,
