@@ -200,11 +200,7 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let convert = || grammask_syntax::parse_json_schema(schema, options);
-        let converted = convert().map_err(CompileError::Grammar)?;
-        let finish = converted.all_rules_finish();
-        let again = || convert().map(|c| c.grammar).map_err(CompileError::Grammar);
-        self.compile_made(converted.grammar, &again, finish, start)
+        self.compile_converted(&|| grammask_syntax::parse_json_schema(schema, options), start)
     }
 
     /// Compiles a JSON Schema (a parsed JSON value) with the given conversion options.
@@ -214,7 +210,16 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let convert = || grammask_syntax::json_schema_to_grammar(schema, options);
+        self.compile_converted(&|| grammask_syntax::json_schema_to_grammar(schema, options), start)
+    }
+
+    /// Compiles the grammar `convert` makes of a schema (again for a retry), without the
+    /// productivity check the conversion made.
+    fn compile_converted(
+        &self,
+        convert: &dyn Fn() -> Result<grammask_syntax::Converted, grammask_syntax::Diagnostics>,
+        start: Instant,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let converted = convert().map_err(CompileError::Grammar)?;
         let finish = converted.all_rules_finish();
         let again = || convert().map(|c| c.grammar).map_err(CompileError::Grammar);

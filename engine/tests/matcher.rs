@@ -490,9 +490,7 @@ fn strings_without_some_characters_give_the_same_masks() {
     .collect();
     // Ends inside a character: of U+2028 and U+2000 alike, of é, of U+1F600.
     tokens.extend([vec![0xE2, 0x80], b"a\xE2".to_vec(), vec![0xC3], vec![b'a', 0xF0, 0x9F]]);
-    tokens.push(b"</s>".to_vec());
-    let eos = (tokens.len() - 1) as u32;
-    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let v = with_stop_token(tokens);
     let schema = serde_json::json!({"type": "object", "properties": {
         "p": {"type": "string", "pattern": "^[^#/]*$"},
         "q": {"type": "string", "pattern": "^.{0,24}$"},
@@ -610,6 +608,13 @@ fn stop_token_of_kind_normal_only_where_the_root_can_end() {
     }
 }
 
+/// A vocabulary of `tokens` and a last one, `</s>`, its stop token.
+fn with_stop_token(mut tokens: Vec<Vec<u8>>) -> Vocabulary {
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap()
+}
+
 /// A vocabulary of safe runs of 1 to 20 characters (ASCII and multi-byte), incomplete
 /// characters, and tokens with quotes, escapes and controls, for the vocabulary slices.
 fn string_vocab() -> Vocabulary {
@@ -674,9 +679,7 @@ fn string_vocab() -> Vocabulary {
     for t in [&[0xC3][..], &[0xA9], &[b'a', 0xC3], &[0xE6, 0x97], &[0xA5, b'"'], &[0xF0, 0x9F]] {
         tokens.push(t.to_vec());
     }
-    tokens.push(b"</s>".to_vec());
-    let eos = (tokens.len() - 1) as u32;
-    Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap()
+    with_stop_token(tokens)
 }
 
 #[test]
@@ -774,9 +777,7 @@ fn diverting_characters_give_the_same_masks() {
     ] {
         tokens.push(t.as_bytes().to_vec());
     }
-    tokens.push(b"</s>".to_vec());
-    let eos = (tokens.len() - 1) as u32;
-    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let v = with_stop_token(tokens);
     let schema = r#"{"type": "object", "properties": {
         "a": {"type": "string", "pattern": "^[A-Za-z0-9]+(\\.[A-Za-z0-9]+)*@[A-Za-z0-9]+$"},
         "b": {"type": "string", "format": "email"},
@@ -960,9 +961,7 @@ fn escapes_stay_one_rule_walked_through() {
     ] {
         tokens.push(t.as_bytes().to_vec());
     }
-    tokens.push(b"</s>".to_vec());
-    let eos = (tokens.len() - 1) as u32;
-    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let v = with_stop_token(tokens);
     let schema = r#"{"type": "object", "properties": {
         "name": {"type": "string"},
         "tags": {"type": "array", "items": {"type": "string"}}
