@@ -561,20 +561,15 @@ fn json_escapes(c: char) -> Option<Vec<String>> {
     None
 }
 
-/// Whether `c` has an escape in JSON strings (controls, `"`, `\\`, `/`): the characters
-/// of [`json_escapes`].
-fn has_json_escape(c: char) -> bool {
-    c < '\u{20}' || c == '"' || c == '\\' || c == '/'
-}
-
-/// Whether a character of `lo..=hi` has an escape in JSON strings.
+/// Whether a character of `lo..=hi` has an escape in JSON strings (controls, `"`, `\\`,
+/// `/`: the characters of [`json_escapes`]).
 fn has_json_escape_in(lo: char, hi: char) -> bool {
     lo < '\u{20}' || ['"', '\\', '/'].iter().any(|&c| lo <= c && c <= hi)
 }
 
 /// A literal string in `encoding`.
 pub fn encode_literal(text: &str, encoding: CharEncoding) -> Expr {
-    if encoding == CharEncoding::Raw || !text.chars().any(has_json_escape) {
+    if encoding == CharEncoding::Raw || !text.chars().any(|c| has_json_escape_in(c, c)) {
         return Expr::literal(text);
     }
     let mut items = Vec::new();
@@ -605,8 +600,7 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
     }
     // A class of characters that are all written as themselves is itself (the keys of
     // most objects: the classes of key complements).
-    let escaped = |&(lo, hi): &(char, char)| lo <= '\\' && has_json_escape_in(lo, hi);
-    if !class.negated && !class.ranges.iter().any(escaped) {
+    if !class.negated && !class.ranges.iter().any(|&(lo, hi)| has_json_escape_in(lo, hi)) {
         return if class.ranges.is_empty() { never() } else { Expr::Class(class.clone()) };
     }
     let ranges = class.positive_ranges();
