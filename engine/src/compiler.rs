@@ -705,8 +705,10 @@ impl CompiledGrammar {
     /// The context-dependent tokens `dependent` of the top of `frames` (its cache entry's,
     /// or its through entry's) classified with the return positions below it, `frames`
     /// bottom first: one ([`ParentMask`]), or two for a position inside a rule walked
-    /// through ([`CompiledGrammar::through_mask`]), from the first time the frames are
-    /// asked for. `None` for more than [`MAX_PARENT_DEPENDENT`] tokens, and past the
+    /// through ([`CompiledGrammar::through_mask`]), fewer on a shorter stack (the top
+    /// alone at the root), from the first time the frames are asked for. (A position's
+    /// tokens are classified with one list for given frames: the top of a rule walked
+    /// through takes its through entry whenever a frame lies below it.) `None` for more than [`MAX_PARENT_DEPENDENT`] tokens, and past the
     /// cache's memory bound: the walk against the stack gives the same answers.
     pub(crate) fn parent_mask(
         &self,

@@ -124,12 +124,11 @@ fn fill_text(
             stack = next;
             n += 1;
         }
-        let deeper = if n == below + 1 {
-            frames[..n].reverse();
-            grammar.parent_mask(&frames[..n], &entry.dependent)?
-        } else {
-            None
-        };
+        // A shorter stack is classified whole: the root's own dependent tokens (those
+        // that enter a callee such as `json-value` after some bytes) are then decided
+        // once, not walked at every visit.
+        frames[..n].reverse();
+        let deeper = grammar.parent_mask(&frames[..n], &entry.dependent)?;
         if let Some(deeper) = &deeper {
             deeper.accepted.apply(bitmask);
         }

@@ -3,7 +3,10 @@
 //! The state is a set of persistent [`Stack`]s (several when the grammar is ambiguous).
 //! Reading a byte replaces each stack's top by the automaton's successor; between bytes,
 //! the *closure* expands calls (push) and rule ends (pop) until every stack stands in a
-//! state that reads input. Every accepted token pushes an O(1) snapshot on the history,
+//! state that reads input. A tail call (one that returns to a state that can only end
+//! its rule) pushes no return position: the callee returns to the frame below, so right
+//! recursion and chains of rules that end in a call keep stacks shallow.
+//! Every accepted token pushes an O(1) snapshot on the history,
 //! so [`Matcher::rollback`] restores exactly an earlier state.
 
 use crate::compiler::CompiledGrammar;
@@ -377,7 +380,13 @@ pub(crate) fn close_into(
                 });
             }
             let callee = Position { rule, state: grammar.automata[rule.index()].start() };
-            work.push(stack.push(Position { rule: top.rule, state: return_state }, callee));
+            // A tail call: returning to a state that can only end the rule would return
+            // once more at once, so the callee returns straight to the frame below.
+            work.push(if dfa.only_ends(return_state) {
+                stack.with_top(callee)
+            } else {
+                stack.push(Position { rule: top.rule, state: return_state }, callee)
+            });
         }
         if dfa.is_accepting(top.state) {
             match stack.pop() {

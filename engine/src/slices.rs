@@ -1193,16 +1193,15 @@ const UNBOUNDED_DEPTH: u32 = u32::MAX - 1;
 /// set of states after that many characters).
 ///
 /// `memo` (one entry per state of the automaton) spares later positions the same search:
-/// when a search ends unbounded, every state it visited is marked unbounded, and a
-/// search stops (unbounded) at a layer of marked states. Past [`EXACT`] characters only
-/// the depth matters, and only to accept the last slice whole; long runs of single
-/// states (the characters of a `maxLength` string) would cost one layer per character
-/// from every one of their positions, so each state that is a whole layer (after at
-/// least one character) keeps a lower bound of its capped depth (every later layer is
-/// reached through it), and a later search stops at such a state when its entry puts
-/// the depth past [`EXACT`] + 1 (the next position of a long string stops one character
-/// in). A lower bound only makes fewer slices accepted whole: answers never depend on
-/// the memo.
+/// when a search ends unbounded, every state it visited is marked unbounded; otherwise
+/// each state it first met after `i` characters keeps the lower bound `depth - i` of its
+/// own depth (were it nearer to a refusing state, so would the start be). A later search
+/// stops at a layer whose states are all known: unbounded when all are, and where their
+/// least bound puts the depth past [`EXACT`] + 1, since past [`EXACT`] characters only
+/// the depth matters, and only to accept the last slice whole (the next positions of a
+/// long string, or of a long pattern's chain of states, stop one character in instead of
+/// searching as far again). A lower bound only makes fewer slices accepted whole:
+/// answers never depend on the memo.
 ///
 /// With `excluded` characters ([`Excluded::at`] the state), the search reads the other
 /// safe characters and every state on the way must refuse the first byte of each
@@ -1241,33 +1240,35 @@ fn search_depth(
     memo: &[AtomicU32],
     reference: Option<StateId>,
 ) -> (SafeDepth, bool) {
-    let mut visited: Vec<StateId> = vec![state];
+    // Each state visited, with the layer it was first met in (its distance from `state`).
+    let mut visited: Vec<(StateId, u32)> = vec![(state, 0)];
     let mut layer: StateSet = smallvec::smallvec![state];
     let mut open = false;
     let mut exact_layers = true;
-    // States that are a whole layer (after at least one character), with their depth.
-    let mut run: Vec<(usize, StateId)> = Vec::new();
     let mut depth = 0;
     let mut unbounded = false;
     let mut rejects_longer = false;
     let reps = class_reps(dfa);
+    let known =
+        |s: StateId| memo.get(s.index()).map_or(UNKNOWN_DEPTH, |m| m.load(Ordering::Relaxed));
     let found = loop {
         if depth >= cap {
             break cap;
         }
-        let known =
-            |s: StateId| memo.get(s.index()).map_or(UNKNOWN_DEPTH, |m| m.load(Ordering::Relaxed));
-        if depth > 0 && layer.iter().all(|&s| known(s) == UNBOUNDED_DEPTH) {
-            unbounded = true;
-            break cap;
-        }
-        if depth > 0 && layer.len() == 1 {
-            let s = layer[0];
-            match known(s) {
-                UNKNOWN_DEPTH => run.push((depth, s)),
+        if depth > 0 {
+            // The layer's least known bound (every state known), as a depth from `state`.
+            let least = layer.iter().try_fold(UNBOUNDED_DEPTH, |least, &s| match known(s) {
+                UNKNOWN_DEPTH => None,
+                m => Some(least.min(m)),
+            });
+            match least {
+                Some(UNBOUNDED_DEPTH) => {
+                    unbounded = true;
+                    break cap;
+                }
                 // A lower bound ends the search where it puts the depth past the slices
                 // read exactly (only the depth matters there, not `rejects_longer`).
-                m if depth > EXACT || depth + m as usize > EXACT + 1 => {
+                Some(m) if depth > EXACT || depth + m as usize > EXACT + 1 => {
                     break cap.min(depth + m as usize)
                 }
                 _ => {}
@@ -1280,7 +1281,7 @@ fn search_depth(
         };
         open |= step.open;
         let before = next.len();
-        layer = next.into_iter().filter(|s| !visited.contains(s)).collect();
+        layer = next.into_iter().filter(|s| !visited.iter().any(|&(v, _)| v == *s)).collect();
         exact_layers &= layer.len() == before;
         if layer.is_empty() {
             unbounded = true;
@@ -1289,23 +1290,20 @@ fn search_depth(
         if visited.len() + layer.len() > MAX_VISITED_STATES {
             break depth + 1;
         }
-        visited.extend_from_slice(&layer);
+        visited.extend(layer.iter().map(|&s| (s, depth as u32 + 1)));
         depth += 1;
     };
-    if unbounded {
-        // Every state reachable from a visited one was visited or known unbounded, and
-        // none refuses a character.
-        for s in visited {
-            if let Some(m) = memo.get(s.index()) {
-                m.store(UNBOUNDED_DEPTH, Ordering::Relaxed);
-            }
-        }
-    }
-    for (at, s) in run {
-        if let Some(m) = memo.get(s.index()) {
-            if m.load(Ordering::Relaxed) == UNKNOWN_DEPTH {
-                m.store((found - at) as u32, Ordering::Relaxed);
-            }
+    for &(s, at) in &visited {
+        let Some(m) = memo.get(s.index()) else { continue };
+        // Unbounded: every state reachable from a visited one was visited or known
+        // unbounded, and none refuses a character. Otherwise a state first met after
+        // `at` characters is at least `found - at` characters from one that refuses a
+        // character (or `state` would be nearer): a lower bound kept if larger.
+        let bound =
+            if unbounded { UNBOUNDED_DEPTH } else { found.saturating_sub(at as usize) as u32 };
+        let current = m.load(Ordering::Relaxed);
+        if current == UNKNOWN_DEPTH || (current != UNBOUNDED_DEPTH && current < bound) {
+            m.store(bound, Ordering::Relaxed);
         }
     }
     (SafeDepth { depth: found, rejects_longer }, open)

@@ -59,9 +59,21 @@ fn deep_recursion_hits_the_stack_depth_limit() {
         Err(MatchError::Limit { name: "stack_depth", .. }) => {}
         other => panic!("{other:?}"),
     }
-    // Right recursion, deep but within the default limit.
-    let compiler = Compiler::new(&vocab());
+    // Right recursion is a tail call: it pushes no frame, and runs past the limit.
     assert!(accepts(&compiler, "root ::= \"a\" root | \"b\"", &format!("{}b", "a".repeat(5000))));
+    assert!(!accepts(&compiler, "root ::= \"a\" root | \"b\"", &"a".repeat(5000)));
+    let lists = "root ::= item\nitem ::= \"(\" (\"x\" | item) \")\" more\nmore ::= (\"+\" item)?";
+    assert!(accepts(&compiler, lists, &format!("{}(x)", "(x)+".repeat(2000))));
+    assert!(accepts(&compiler, lists, &format!("{}x{}+(x)", "(".repeat(400), ")".repeat(400))));
+    // A call that returns where the rule may end or go on is no tail call.
+    let optional_tail = "root ::= list \"b\"?\nlist ::= \"a\" list | \"a\"";
+    assert!(accepts(&compiler, optional_tail, &format!("{}b", "a".repeat(300))));
+    assert!(accepts(&compiler, optional_tail, &"a".repeat(3000)));
+    let mut m = Matcher::new(compiler.compile_gbnf(lists).unwrap());
+    match m.accept_bytes(format!("{}x", "(".repeat(600)).as_bytes()) {
+        Err(MatchError::Limit { name: "stack_depth", .. }) => {}
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -428,6 +428,41 @@ fn tokens_through_whitespace_runs_give_the_same_masks() {
     }
 }
 
+/// Values of any type (`json-value`, a recursive rule called from the root) after
+/// whitespace: the root's tokens that enter the call after some bytes (` true`, ` {"`,
+/// ` [1`) are classified once with the root as the whole stack, and tail calls (a value
+/// at the end of an array or object, the chain of optional members) push no frame.
+/// Masks are those of the cache-free walk and of a grammar with every rule called.
+#[test]
+fn values_of_any_type_at_the_root_give_the_same_masks() {
+    use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+    let tokens: Vec<Vec<u8>> = [
+        "{", "}", "{\"", "\":", "\",", "\"}", ",", ":", "\"", "a", "b", "c", "1", "12", " ", "\n",
+        " \"", " 1", " -", " t", " true", " tr", " n", " null", " f", " false", " {", " {\"", " [",
+        " [1", " [\"", " []", " {}", "[", "]", "],", "]}", "}}", "},", "true", "null", "1,", "1}",
+        "1]", " }", "\n}", ", ", ",\n", "\"a\":", "\"b\":", "\"c\":", " \"a", "x", "\"x\"",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .chain(std::iter::once(b"</s>".to_vec()))
+    .collect();
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "a": {}, "b": {"type": "array", "items": {}}, "c": {"type": "string"}}});
+    let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
+    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
+    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    let mut config = grammask_engine::CompilerConfig::default();
+    config.passes.inline_max_rule_size = 0;
+    let called = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
+    masked_walks_agree(&[cached.clone(), plain, called], 0x9E6C_63D0_676A_9A99, 120, 40, || {});
+    let mut m = Matcher::new(cached);
+    m.accept_string("{\"a\": [1, {\"x\": [true, null]}], \"b\": [[], {}], \"c\": \"x\"}").unwrap();
+    assert!(m.can_terminate());
+}
+
 /// Strings whose alphabet leaves out a few characters (`[^#/]`, ECMAScript's `.` without
 /// U+2028 and U+2029, `\S`, printable ASCII): the cache accepts the vocabulary's string
 /// slices without the tokens that hold a left-out character, which are rejected, and

@@ -105,6 +105,16 @@ impl Dfa {
         self.accepting[state.index()]
     }
 
+    /// Whether `state` can only end the rule: accepting, reading nothing and calling
+    /// nothing. A call that returns there is a tail call ([`crate::matcher`] pushes no
+    /// return position for it).
+    #[inline]
+    pub fn only_ends(&self, state: StateId) -> bool {
+        self.accepting[state.index()]
+            && !self.reads_input[state.index()]
+            && self.calls[state.index()].is_empty()
+    }
+
     /// The rules `state` may call, each with the state to continue at.
     #[inline]
     pub fn calls(&self, state: StateId) -> &[(RuleId, StateId)] {

@@ -1,12 +1,14 @@
 //! Rule inlining.
 //!
 //! Invariant established: every remaining reference to a non-recursive rule is to a rule
-//! whose body is larger than the inlining limit (or whose caller reached its size limit);
+//! whose body is larger than the inlining limit (or, larger than [`ALWAYS_INLINED_SIZE`],
+//! whose caller reached its size limit);
 //! all others were replaced by the callee's body. Recursive rules (those on a cycle of
 //! the call graph) are never inlined, so the pushdown stack only holds what recursion
 //! needs, and a grammar without recursion usually becomes a single automaton.
 //!
-//! The whole grammar grows by inlining to at most [`PassConfig::inline_max_total`] nodes.
+//! The whole grammar grows by inlining to at most [`PassConfig::inline_max_total`] nodes,
+//! bodies of at most [`ALWAYS_INLINED_SIZE`] nodes aside (always inlined).
 //!
 //! Callees are processed before callers (strongly connected components come out in that
 //! order), so an inlined body is already inlined itself.
@@ -26,6 +28,13 @@
 use super::fuse_sequences::fuse_top;
 use super::PassConfig;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
+
+/// Bodies at most this large (IR nodes) are inlined even past the caller's budget and
+/// the grammar's room: JSON whitespace (`ws`, 11 nodes) is called after every value of
+/// a schema, and a large schema whose room went to its large rules would otherwise keep
+/// it a call there, every token after a value then depending on the stack. Each such
+/// copy replaces one reference node, so they grow the grammar by at most this factor.
+pub const ALWAYS_INLINED_SIZE: usize = 16;
 
 /// The least maximum count of a counted run that stays a call (see the module docs).
 pub const COUNTED_RUN_MIN: u32 = 16;
@@ -120,13 +129,15 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 recursive: &recursive,
                 refs: &refs,
                 inlined: 0,
+                over: 0,
             };
             substitute(&mut body, &mut ctx, &sizes, config, &mut budget);
             // Each callee body inlined (`size` nodes, taken from the budget) replaced one
             // reference node; fusion where bodies landed may have saved a few more (the
             // size kept is an upper bound, which only makes the budgets stricter).
             room -= granted - budget;
-            sizes[r] += granted - budget;
+            room = room.saturating_sub(ctx.over);
+            sizes[r] += granted - budget + ctx.over;
             sizes[r] -= ctx.inlined;
             debug_assert!(sizes[r] >= body.size());
             grammar.rules[r].body = body;
@@ -144,6 +155,8 @@ struct Context<'a> {
     refs: &'a [usize],
     /// References replaced by a body so far.
     inlined: usize,
+    /// Nodes of the bodies of at most [`ALWAYS_INLINED_SIZE`] inlined past the budget.
+    over: usize,
 }
 
 /// Replaces the references of `expr` to rules that are inlined by their bodies; whether
@@ -166,9 +179,13 @@ fn substitute(
                 && callee.lookahead.is_none()
                 && !stays_call(callee)
                 && size <= config.inline_max_rule_size
-                && size <= *budget
+                && (size <= *budget || size <= ALWAYS_INLINED_SIZE)
             {
-                *budget -= size;
+                if size <= *budget {
+                    *budget -= size;
+                } else {
+                    ctx.over += size;
+                }
                 ctx.inlined += 1;
                 *expr = if ctx.refs[i] == 1 {
                     std::mem::replace(&mut callee.body, Expr::Empty)
@@ -265,5 +282,34 @@ mod tests {
         g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
         // Two calls of `esc` of its own, two inside the inlined copies of `calls`.
         assert_eq!(refs, vec![esc; 4]);
+    }
+
+    /// Where the grammar's room is spent, small bodies (JSON whitespace) are inlined all
+    /// the same, and larger ones stay calls.
+    #[test]
+    fn small_bodies_are_inlined_past_the_room() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let ws = b.declare("ws");
+        let big = b.declare("big");
+        b.define(
+            ws,
+            Expr::seq(vec![
+                Expr::optional(Expr::literal("\n")),
+                Expr::repeat(Expr::class(false, vec![(' ', ' ')]), 0, Some(3)),
+            ]),
+        );
+        let words: Vec<Expr> = (0..40).map(|i| Expr::literal(&format!("w{i}"))).collect();
+        b.define(big, Expr::choice(words));
+        let item = Expr::seq(vec![Expr::Rule(big), Expr::Rule(ws), Expr::literal(",")]);
+        b.define(root, Expr::seq(vec![item.clone(), item]));
+        let grammar = b.finish(root).unwrap();
+        assert!(grammar.rules[ws.index()].body.size() <= ALWAYS_INLINED_SIZE);
+        assert!(grammar.rules[big.index()].body.size() > ALWAYS_INLINED_SIZE);
+        let no_room = PassConfig { inline_max_total: 0, ..PassConfig::default() };
+        let g = inline_rules(grammar, &no_room);
+        let mut refs = Vec::new();
+        g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
+        assert_eq!(refs, vec![big; 2]);
     }
 }
