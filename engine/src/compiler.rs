@@ -649,7 +649,7 @@ impl CompiledGrammar {
             automata: &self.automata,
             dfa: &self.automata[rule],
             exits: &self.exits[rule],
-            through: &self.through,
+            all_exits: &self.exits,
         }
     }
 

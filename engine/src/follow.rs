@@ -122,6 +122,10 @@ pub(crate) struct RuleExits {
     pub(crate) sets: Vec<ByteSet>,
     /// The bytes that can follow the rule anywhere in the grammar.
     pub(crate) follow: ByteSet,
+    /// The bytes that can start the rule.
+    pub(crate) first: ByteSet,
+    /// Whether the rule matches the empty string.
+    pub(crate) nullable: bool,
 }
 
 impl RuleExits {
@@ -184,8 +188,13 @@ pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<RuleExits> {
         .iter()
         .enumerate()
         .map(|(r, dfa)| {
-            let mut exits =
-                RuleExits { slot: vec![CLOSED; dfa.len()], sets: Vec::new(), follow: follow[r] };
+            let mut exits = RuleExits {
+                slot: vec![CLOSED; dfa.len()],
+                sets: Vec::new(),
+                follow: follow[r],
+                first: first[r],
+                nullable: nullable[r],
+            };
             for s in 0..dfa.len() {
                 let q = StateId::new(s);
                 if dfa.calls(q).is_empty() && !dfa.is_accepting(q) {

@@ -13,7 +13,10 @@
 //! length and skips every token that shares a refused prefix, so it costs about one table
 //! lookup per trie node visited. Context expansion ([`crate::follow`]) narrows the
 //! context-dependent tokens: leaving the automaton only matters when the next byte can
-//! follow there (start a callee, or follow the rule somewhere in the grammar).
+//! follow there (start a callee, or follow the rule somewhere in the grammar). A token
+//! whose next byte only one callee can start with is read on in that callee's automaton
+//! (and back in the rule if the callee ends first), so it is accepted or rejected at the
+//! position unless another path could have taken a byte on the way.
 //! Inside strings, the vocabulary's slices ([`crate::slices`]) accept most tokens at
 //! once: a position that reads every run of up to `r` JSON-string characters takes the
 //! slices of such runs by a shared bitmask and walks only the other tokens.
@@ -155,8 +158,8 @@ impl std::ops::Deref for MaskEntry<'_> {
     }
 }
 
-/// The automata a classification walk reads: the position's rule and the leaf rules it
-/// may walk through ([`Level`]).
+/// The automata a classification walk reads: the position's rule and the rules it
+/// calls, which the walk may enter ([`Level`]).
 #[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
     /// Every rule's automaton.
@@ -166,29 +169,38 @@ pub(crate) struct View<'a> {
     pub(crate) dfa: &'a Dfa,
     /// The exit bytes of that rule's states.
     pub(crate) exits: Exits<'a>,
-    /// Per rule: whether tokens are walked through its calls (a counted run kept as a
-    /// call: it calls no rule, reads no token set and cannot match the empty string).
-    pub(crate) through: &'a [bool],
+    /// The exit bytes of every rule's states (and whether each rule is nullable).
+    pub(crate) all_exits: &'a [RuleExits],
 }
 
 impl View<'_> {
-    /// The one call of caller state `s`, when it goes to a rule walked through.
-    fn through_call(&self, s: StateId) -> Option<(usize, StateId)> {
-        match self.dfa.calls(s) {
-            [(callee, to)] if self.through[callee.index()] => Some((callee.index(), *to)),
-            _ => None,
-        }
-    }
-
     /// Whether caller state `to` could take `b` in any way: read it, or leave through a
     /// call or the end of the rule.
     fn caller_takes(&self, to: StateId, b: u8) -> bool {
         self.dfa.next(to, b).is_some() || self.exits.contains(to, b)
     }
+
+    /// The call of caller state `s` that a refused exit byte `b` enters: the one callee
+    /// that can start with `b` (directly or through its own calls), with whether another
+    /// path could take `b` (the end of the rule, a nullable callee skipped), or `None`
+    /// when no callee or several can start with it.
+    fn entered_call(&self, s: StateId, b: u8) -> Option<((usize, StateId), bool)> {
+        let mut entered = None;
+        let mut other = self.dfa.is_accepting(s) && self.exits.follow.contains(b);
+        for &(callee, to) in self.dfa.calls(s) {
+            let c = callee.index();
+            let exits = &self.all_exits[c];
+            if exits.first.contains(b) && entered.replace((c, to)).is_some() {
+                return None;
+            }
+            other |= exits.nullable && self.caller_takes(to, b);
+        }
+        entered.map(|call| (call, other))
+    }
 }
 
 /// Where a classification walk is after some bytes of a token: in the position's rule, or
-/// inside a leaf rule called from it, which returns to a state of the position's rule
+/// inside a rule called from it, which returns to a state of the position's rule
 /// (the walk's [`Frames`]). `open`: whether some other path could have taken one of the
 /// bytes so far (entered another rule, ended the rule, or returned from the callee
 /// earlier): a token refused later is then context-dependent, not rejected. Eight bytes,
@@ -277,8 +289,9 @@ fn step(view: &View<'_>, frames: &mut Frames, lv: Level, b: u8, d: usize) -> Res
     step_in_callee(view, frames, lv, b, d)
 }
 
-/// Caller state `s` refused exit byte `b`: through its call when it has one walked
-/// through; the token is context-dependent otherwise.
+/// Caller state `s` refused exit byte `b`: into the one callee whose start reads it
+/// (the rest of the token is read there, and back in the caller if the callee ends
+/// first); the token is context-dependent when no callee or several read `b`.
 #[cold]
 #[inline(never)]
 fn step_into_call(
@@ -288,26 +301,26 @@ fn step_into_call(
     s: StateId,
     b: u8,
 ) -> Result<Level, bool> {
-    if let Some((callee, to)) = view.through_call(s) {
-        let dfa = &view.automata[callee];
-        if let Some(cs) = dfa.next(dfa.start(), b) {
-            // The call is the state's only one; what else could take `b` is the end of
-            // the rule.
-            let ends = view.dfa.is_accepting(s) && view.exits.follow.contains(b);
-            let frame = match frames.iter().position(|&f| f == (callee, to)) {
-                Some(i) => i,
-                None => {
-                    frames.push((callee, to));
-                    frames.len() - 1
-                }
-            };
-            return Ok(Level::in_frame(cs, frame, lv.open() || ends));
+    let Some(((callee, to), other)) = view.entered_call(s, b) else { return Err(true) };
+    let dfa = &view.automata[callee];
+    let start = dfa.start();
+    // (A callee that starts with `b` only through a call of its own: frames do not nest.)
+    let Some(cs) = dfa.next(start, b) else { return Err(true) };
+    // What else could take `b` in the callee: a call of its start state.
+    let inner = !dfa.calls(start).is_empty() && view.all_exits[callee].contains(start, b);
+    let frame = match frames.iter().position(|&f| f == (callee, to)) {
+        Some(i) => i,
+        None => {
+            frames.push((callee, to));
+            frames.len() - 1
         }
-    }
-    Err(true)
+    };
+    Ok(Level::in_frame(cs, frame, lv.open() || other || inner))
 }
 
-/// Reads `b` inside a callee walked through: on in the callee, or back in the caller.
+/// Reads `b` inside a callee: on in the callee, or back in the caller. A byte only a
+/// call of the callee could take makes the token context-dependent (frames do not
+/// nest).
 #[inline(never)]
 fn step_in_callee(
     view: &View<'_>,
@@ -319,15 +332,19 @@ fn step_in_callee(
     let (callee, to) = frames[(lv.tag >> 1) as usize - 1];
     let dfa = &view.automata[callee];
     let can_return = dfa.is_accepting(lv.state);
+    // Whether a call of the callee's state could take `b` (leaf callees have none).
+    let calls_take =
+        || !dfa.calls(lv.state).is_empty() && view.all_exits[callee].contains(lv.state, b);
     match dfa.next(lv.state, b) {
         Some(next) => {
             let returns = d > 0 && can_return && view.caller_takes(to, b);
-            Ok(Level { state: next, ..lv }.with_open(returns))
+            Ok(Level { state: next, ..lv }.with_open(returns || calls_take()))
         }
         None if can_return && d > 0 => {
-            step(view, frames, Level { state: to, tag: u32::from(lv.open()) }, b, d)
+            let open = lv.open() || calls_take();
+            step(view, frames, Level { state: to, tag: u32::from(open) }, b, d)
         }
-        None => Err(lv.open()),
+        None => Err(lv.open() || calls_take()),
     }
 }
 

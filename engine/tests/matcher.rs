@@ -1024,3 +1024,60 @@ fn escapes_stay_one_rule_walked_through() {
         }
     }
 }
+
+/// Tokens that enter a callee after some bytes are read on in the callee by the
+/// classification: to their end there (accepted), to a byte it refuses with no other
+/// path (rejected), back into the caller when the callee ends first, or to a byte a call
+/// of the callee, the end of the caller's rule or a skipped nullable callee could also
+/// take (context-dependent). Every token of up to three bytes over the grammar's
+/// alphabet, with each rule kept a call and with the default inlining: masks are those
+/// of the cache-free walk.
+#[test]
+fn tokens_entering_callees_give_the_same_masks() {
+    let alphabet = b"abcx(), ";
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for len in 1..=3u32 {
+        for n in 0..alphabet.len().pow(len) {
+            let mut t = Vec::new();
+            let mut k = n;
+            for _ in 0..len {
+                t.push(alphabet[k % alphabet.len()]);
+                k /= alphabet.len();
+            }
+            tokens.push(t);
+        }
+    }
+    let v = with_stop_token(tokens);
+    let text = r#"
+        root ::= item (" " item)*
+        item ::= "a" sub | "b" opt "c" | "(" list ")" | both | "x" tail "c" | "c" cx "ab" | "," cd
+            | "(" ec "x" ")"
+        cx ::= "ax" | ""
+        cd ::= "a" "x" | dd
+        dd ::= "ab"
+        ec ::= "b" eb | "b"
+        eb ::= "xa"
+        sub ::= "x" | "x" sub | inner
+        inner ::= "b" item | "c"
+        opt ::= "x"*
+        list ::= item ("," item)* | ""
+        both ::= one | two
+        one ::= "ab" "c"?
+        two ::= "a" "c"
+        tail ::= "x"? ("b" | "")
+    "#;
+    let grammar = grammask_syntax::parse_gbnf(text).unwrap().grammar;
+    let mut called = grammask_engine::CompilerConfig::default();
+    called.passes.inline_max_rule_size = 0;
+    let plain_config = grammask_engine::CompilerConfig {
+        mask_cache: false,
+        passes: called.passes.clone(),
+        ..Default::default()
+    };
+    let grammars = [
+        Compiler::new(&v).with_config(called).compile_grammar(&grammar).unwrap(),
+        Compiler::new(&v).with_config(plain_config).compile_grammar(&grammar).unwrap(),
+        Compiler::new(&v).compile_grammar(&grammar).unwrap(),
+    ];
+    masked_walks_agree(&grammars, 0xD1B5_4A32_D192_ED03, 150, 25, || {});
+}
