@@ -24,8 +24,8 @@ never matches them as text, like grammask). JSON Schemas compile with strict_mod
 the default any_whitespace. GBNF grammars get llama.cpp's empty alternative rewritten as
 an optional group (XGrammar's EBNF has no empty alternative).
 
-Usage: xgrammar_steps.py STEPS.jsonl [--details DETAILS.jsonl] [--jobs 2] [--timeout 10]
-       [--runs N] [--mem-mb 8192] [--out OUT.json] [--progress]
+Usage: xgrammar_steps.py STEPS.jsonl [--details DETAILS.jsonl] [--ours grammask,grammask-eager]
+       [--jobs 2] [--timeout 10] [--runs N] [--mem-mb 8192] [--out OUT.json] [--progress]
 Run it with the Python of /work/shared/peers/setup.sh's venv (xgrammar 0.2.9).
 """
 import argparse
@@ -168,10 +168,54 @@ class Worker:
         self.proc.join()
 
 
+def pair_with(details, ours_name, by_file):
+    """The engine `ours_name` of grammask-bench's --details JSONL against XGrammar's
+    results `by_file`, over the schemas both compiled and the instances both walked."""
+    ours = {}
+    with open(details) as f:
+        for line in f:
+            d = json.loads(line)
+            if d.get("engine") == ours_name and d.get("ok"):
+                ours[d["file"]] = d
+    g, x = {"steps": [], "ttfm": [], "ttfm_warm": []}, {"steps": [], "ttfm": [], "ttfm_warm": []}
+    schemas = instances = 0
+    for name, xr in by_file.items():
+        gr = ours.get(name)
+        if gr is None:
+            continue
+        schemas += 1
+        for side, r in ((g, gr), (x, xr)):
+            side["ttfm"].append(r["ttfm_us"])
+            side["ttfm_warm"].append(r["ttfm_warm_us"])
+        for gw, xw in zip(gr["walks"], xr["walks"]):
+            if gw["refused"] is None and xw["refused"] is None:
+                instances += 1
+                g["steps"].extend(gw["steps_us"])
+                x["steps"].extend(xw["steps_us"])
+    side = lambda s: {"mask_us": summary(s["steps"]), "ttfm_us": summary(s["ttfm"]),
+                      "ttfm_warm_us": summary(s["ttfm_warm"])}
+    gs, xs = side(g), side(x)
+    ratio = lambda a_, b_: round(a_ / b_, 3) if b_ else 0.0
+    return {
+        "ours": ours_name, "schemas": schemas, "instances": instances, "grammask": gs,
+        "peer": xs,
+        "ratio_grammask_over_peer": {
+            "mask_mean": ratio(gs["mask_us"]["mean"], xs["mask_us"]["mean"]),
+            "mask_p50": ratio(gs["mask_us"]["p50"], xs["mask_us"]["p50"]),
+            "mask_p99": ratio(gs["mask_us"]["p99"], xs["mask_us"]["p99"]),
+            "mask_p999": ratio(gs["mask_us"]["p999"], xs["mask_us"]["p999"]),
+            "ttfm_p50": ratio(gs["ttfm_us"]["p50"], xs["ttfm_us"]["p50"]),
+            "ttfm_mean": ratio(gs["ttfm_us"]["mean"], xs["ttfm_us"]["mean"]),
+        }}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("steps")
     ap.add_argument("--details", help="grammask-bench --details JSONL, for the pairs")
+    ap.add_argument("--ours", default="grammask",
+                    help="engines of the details paired with XGrammar, comma-separated "
+                         "(grammask, grammask-eager)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--runs", type=int, default=1, help="walks of each sequence")
@@ -262,47 +306,19 @@ def main():
            "engines": {"xgrammar": xgr}}
 
     if a.details:
-        ours = {}
-        with open(a.details) as f:
-            for line in f:
-                d = json.loads(line)
-                if d.get("engine") == "grammask" and d.get("ok"):
-                    ours[d["file"]] = d
-        g, x = {"steps": [], "ttfm": [], "ttfm_warm": []}, {"steps": [], "ttfm": [], "ttfm_warm": []}
-        schemas = instances = 0
-        for name, xr in by_file.items():
-            gr = ours.get(name)
-            if gr is None:
-                continue
-            schemas += 1
-            for side, r in ((g, gr), (x, xr)):
-                side["ttfm"].append(r["ttfm_us"])
-                side["ttfm_warm"].append(r["ttfm_warm_us"])
-            for gw, xw in zip(gr["walks"], xr["walks"]):
-                if gw["refused"] is None and xw["refused"] is None:
-                    instances += 1
-                    g["steps"].extend(gw["steps_us"])
-                    x["steps"].extend(xw["steps_us"])
-        side = lambda s: {"mask_us": summary(s["steps"]), "ttfm_us": summary(s["ttfm"]),
-                          "ttfm_warm_us": summary(s["ttfm_warm"])}
-        gs, xs = side(g), side(x)
-        ratio = lambda a_, b_: round(a_ / b_, 3) if b_ else 0.0
-        out["pairs"] = {"xgrammar": {
-            "schemas": schemas, "instances": instances, "grammask": gs, "peer": xs,
-            "ratio_grammask_over_peer": {
-                "mask_mean": ratio(gs["mask_us"]["mean"], xs["mask_us"]["mean"]),
-                "mask_p50": ratio(gs["mask_us"]["p50"], xs["mask_us"]["p50"]),
-                "mask_p99": ratio(gs["mask_us"]["p99"], xs["mask_us"]["p99"]),
-                "mask_p999": ratio(gs["mask_us"]["p999"], xs["mask_us"]["p999"]),
-                "ttfm_p50": ratio(gs["ttfm_us"]["p50"], xs["ttfm_us"]["p50"]),
-                "ttfm_mean": ratio(gs["ttfm_us"]["mean"], xs["ttfm_us"]["mean"]),
-            }}}
+        for ours_name in a.ours.split(","):
+            pair = pair_with(a.details, ours_name, by_file)
+            # grammask's pairs under `pairs`, grammask-eager's under `pairs_eager`, as
+            # grammask-bench writes them.
+            key = "pairs" if ours_name == "grammask" else "pairs_eager"
+            out[key] = {"xgrammar": pair}
     text = json.dumps(out, indent=1)
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)
     brief = {k: v for k, v in xgr.items() if k not in ("mask_cdf", "examples")}
-    print(json.dumps({"xgrammar": brief, "pairs": out.get("pairs")}, indent=1))
+    print(json.dumps({"xgrammar": brief, "pairs": out.get("pairs"),
+                      "pairs_eager": out.get("pairs_eager")}, indent=1))
 
 
 if __name__ == "__main__":

@@ -34,12 +34,16 @@ pub enum Source {
     BuiltinJson,
 }
 
-/// The engines by name, in the order they are reported.
-pub const ENGINES: &[&str] = &["grammask", "llguidance", "outlines"];
+/// The engines by name, in the order they are reported. `grammask-eager` is grammask
+/// filling its whole token mask cache at compile time
+/// (`CompilerConfig::precompute_mask_cache`), XGrammar's way: a longer TTFM, and no
+/// mask ever pays a first visit.
+pub const ENGINES: &[&str] = &["grammask", "grammask-eager", "llguidance", "outlines"];
 
 /// Whether this build has the engine (the peers need the `peers` feature).
 pub fn available(name: &str) -> bool {
-    name == "grammask" || (cfg!(feature = "peers") && matches!(name, "llguidance" | "outlines"))
+    matches!(name, "grammask" | "grammask-eager")
+        || (cfg!(feature = "peers") && matches!(name, "llguidance" | "outlines"))
 }
 
 /// One engine, set up for one vocabulary.
@@ -148,6 +152,11 @@ pub fn build_with(
 ) -> Result<Box<dyn Engine>, String> {
     match name {
         "grammask" => Ok(Box::new(Grammask::with_cache(vocab.clone(), grammar_cache_bytes))),
+        "grammask-eager" => {
+            let mut engine = Grammask::with_cache(vocab.clone(), grammar_cache_bytes);
+            engine.precompute = true;
+            Ok(Box::new(engine))
+        }
         #[cfg(feature = "peers")]
         "llguidance" => Ok(Box::new(peers::Llguidance::new(vocab)?)),
         #[cfg(feature = "peers")]
@@ -160,11 +169,14 @@ pub fn build_with(
     }
 }
 
-/// grammask: default [`JsonSchemaOptions`], default compiler settings.
+/// grammask: default [`JsonSchemaOptions`], default compiler settings (with
+/// `precompute`, the whole token mask cache filled at compile time).
 pub struct Grammask {
     vocab: Arc<Vocabulary>,
     /// The compiled-grammar cache kept across grammars for warm compiles.
     cache: Arc<GrammarCache>,
+    /// Whether compiles fill the whole token mask cache (`grammask-eager`).
+    pub precompute: bool,
 }
 
 impl Grammask {
@@ -177,18 +189,27 @@ impl Grammask {
     /// [`Grammask::new`] with the compiled-grammar cache bounded to `bytes`.
     pub fn with_cache(vocab: Arc<Vocabulary>, bytes: usize) -> Self {
         grammask::prepare_vocabulary(&vocab);
-        Grammask { vocab, cache: Arc::new(GrammarCache::new(bytes)) }
+        Grammask { vocab, cache: Arc::new(GrammarCache::new(bytes)), precompute: false }
     }
 }
 
 impl Engine for Grammask {
     fn name(&self) -> &'static str {
-        "grammask"
+        if self.precompute {
+            "grammask-eager"
+        } else {
+            "grammask"
+        }
     }
 
     fn compile(&mut self, source: &Source, warm: bool) -> Result<Box<dyn Compiled>, String> {
         let options = JsonSchemaOptions::default();
         let mut compiler = Compiler::from_arc(self.vocab.clone());
+        if self.precompute {
+            let config =
+                grammask::CompilerConfig { precompute_mask_cache: true, ..Default::default() };
+            compiler = compiler.with_config(config);
+        }
         if warm {
             compiler = compiler.with_grammar_cache(self.cache.clone());
         }
@@ -554,6 +575,26 @@ mod tests {
         assert_eq!(early.refused.map(|r| (r.step, r.token)), Some((1, eos)));
         assert!(compiled.mask_cache_bytes().is_some());
         assert!(engine.compile(&gbnf("root ::= ("), true).is_err());
+    }
+
+    /// `grammask-eager` fills its mask cache at compile time and walks like grammask.
+    #[test]
+    fn eager_grammask_fills_its_cache_at_compile_time() {
+        let vocab = vocab();
+        let eos = eos_of(&vocab).expect("eos");
+        let source = gbnf("root ::= \"ab\" \"a\"*");
+        let lazy = build("grammask", &vocab).expect("engine").compile(&source, false).unwrap();
+        let mut eager_engine = build("grammask-eager", &vocab).expect("engine");
+        assert_eq!(eager_engine.name(), "grammask-eager");
+        let eager = eager_engine.compile(&source, false).unwrap();
+        assert_eq!(lazy.mask_cache_bytes(), Some(0));
+        assert!(eager.mask_cache_bytes().is_some_and(|b| b > 0));
+        for tokens in [&[2, 0][..], &[0, 0], &[0]] {
+            let (a, b) =
+                (walk_tokens(lazy.as_ref(), tokens, eos), walk_tokens(eager.as_ref(), tokens, eos));
+            assert_eq!(a.steps_us.len(), b.steps_us.len());
+            assert_eq!(a.refused.map(|r| (r.step, r.token)), b.refused.map(|r| (r.step, r.token)));
+        }
     }
 
     #[test]

@@ -99,7 +99,8 @@ enum Command {
         /// tokenizer.json), walking each valid instance tokenized by its real tokenizer.
         #[arg(long)]
         vocab: Option<String>,
-        /// Engines to time, comma-separated: grammask, llguidance, outlines (the peers need
+        /// Engines to time, comma-separated: grammask, grammask-eager (the whole token mask
+        /// cache filled at compile time), llguidance, outlines (the peers need
         /// `--features peers`).
         #[arg(long, default_value = "grammask", requires = "vocab")]
         engines: String,

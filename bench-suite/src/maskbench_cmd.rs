@@ -202,17 +202,18 @@ fn print_timing(v: &serde_json::Value) {
             println!("  ttfm warm µs  {}", us(&e["ttfm_warm_us"]));
         }
     }
-    if let Some(pairs) = v["pairs"].as_object() {
+    for (key, ours) in [("pairs", "grammask"), ("pairs_eager", "grammask-eager")] {
+        let Some(pairs) = v[key].as_object() else { continue };
         for (peer, p) in pairs {
             println!(
-                "grammask vs {peer} over {} schemas both compiled, {} instances both walked:",
+                "{ours} vs {peer} over {} schemas both compiled, {} instances both walked:",
                 p["schemas"], p["instances"]
             );
-            println!("  grammask mask {}", us(&p["grammask"]["mask_us"]));
-            println!("  {peer:<8} mask {}", us(&p["peer"]["mask_us"]));
-            println!("  grammask ttfm {}", us(&p["grammask"]["ttfm_us"]));
-            println!("  {peer:<8} ttfm {}", us(&p["peer"]["ttfm_us"]));
-            println!("  ratios grammask/{peer}: {}", p["ratio_grammask_over_peer"]);
+            println!("  {ours:<14} mask {}", us(&p["grammask"]["mask_us"]));
+            println!("  {peer:<14} mask {}", us(&p["peer"]["mask_us"]));
+            println!("  {ours:<14} ttfm {}", us(&p["grammask"]["ttfm_us"]));
+            println!("  {peer:<14} ttfm {}", us(&p["peer"]["ttfm_us"]));
+            println!("  ratios {ours}/{peer}: {}", p["ratio_grammask_over_peer"]);
         }
     }
 }

@@ -597,10 +597,13 @@ fn report(
         );
     }
     // Pairs: grammask against each peer over the schemas both compiled; mask times over
-    // the instances both walked to the end (the same tokens, the same steps).
-    let mut pairs = serde_json::Map::new();
-    if let Some(g) = o.engines.iter().position(|e| e == "grammask") {
-        for (p, peer) in o.engines.iter().enumerate().filter(|&(p, _)| p != g) {
+    // the instances both walked to the end (the same tokens, the same steps). Likewise
+    // `grammask-eager` against each peer but grammask (`pairs_eager`).
+    let pairs_of = |ours: &str| {
+        let mut pairs = serde_json::Map::new();
+        let Some(g) = o.engines.iter().position(|e| e == ours) else { return pairs };
+        let peers = o.engines.iter().enumerate().filter(|&(p, e)| p != g && e != "grammask");
+        for (p, peer) in peers {
             let (mut schemas, mut instances) = (0usize, 0usize);
             let (mut gs, mut ps) = (Agg::default(), Agg::default());
             for row in results {
@@ -642,7 +645,10 @@ fn report(
                 }),
             );
         }
-    }
+        pairs
+    };
+    let pairs = pairs_of("grammask");
+    let pairs_eager = pairs_of("grammask-eager");
     // grammask's mask cache on the largest schemas it compiled.
     let mut largest: Vec<Value> = Vec::new();
     if let Some(g) = o.engines.iter().position(|e| e == "grammask") {
@@ -671,6 +677,7 @@ fn report(
         "ttfm_us": first.map(|a| Summary::of(&a.ttfm).to_json()),
         "ttfm_warm_us": first.map(|a| Summary::of(&a.ttfm_warm).to_json()),
         "mask_us": first.map(|a| Summary::of(&a.steps).to_json()),
-        "engines": engines_json, "pairs": pairs, "largest_schemas": largest,
+        "engines": engines_json, "pairs": pairs, "pairs_eager": pairs_eager,
+        "largest_schemas": largest,
     })
 }
