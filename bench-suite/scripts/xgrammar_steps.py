@@ -26,6 +26,7 @@ an optional group (XGrammar's EBNF has no empty alternative).
 
 Usage: xgrammar_steps.py STEPS.jsonl [--details DETAILS.jsonl] [--ours grammask,grammask-eager]
        [--jobs 2] [--timeout 10] [--runs N] [--mem-mb 8192] [--out OUT.json] [--progress]
+       [--save-results R.json | --load-results R.json]
 Run it with the Python of /work/shared/peers/setup.sh's venv (xgrammar 0.2.9).
 """
 import argparse
@@ -221,6 +222,9 @@ def main():
     ap.add_argument("--runs", type=int, default=1, help="walks of each sequence")
     ap.add_argument("--mem-mb", type=int, default=8192)
     ap.add_argument("--out")
+    ap.add_argument("--save-results", help="write XGrammar's answer for every schema here")
+    ap.add_argument("--load-results",
+                    help="take XGrammar's answers from a --save-results file instead of running it")
     ap.add_argument("--progress", action="store_true")
     a = ap.parse_args()
 
@@ -257,11 +261,19 @@ def main():
             w.proc.join(5)
             w.kill()
 
-    threads = [threading.Thread(target=pool_thread) for _ in range(max(1, a.jobs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if a.load_results:
+        with open(a.load_results) as f:
+            saved = json.load(f)
+        results = [saved[i] for i in range(len(jobs))] if isinstance(saved, list) else saved
+    else:
+        threads = [threading.Thread(target=pool_thread) for _ in range(max(1, a.jobs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if a.save_results:
+        with open(a.save_results, "w") as f:
+            json.dump(results, f)
 
     agg = {"compiled": 0, "refused": 0, "timeouts": 0, "crashes": 0, "instances_walked": 0,
            "instances_with_refused_token": 0}
