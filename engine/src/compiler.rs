@@ -473,7 +473,8 @@ pub struct CompiledGrammar {
     /// positions below it, by the frames' global state indices, top first
     /// ([`ParentMask`]; unused slots `u32::MAX`).
     parent_cache: Mutex<HashMap<[u32; 3], Arc<ParentMask>>>,
-    /// Per rule: whether the cache walks tokens through its calls ([`View::through`]).
+    /// Per rule: whether positions inside it are classified with their return position
+    /// ([`CompiledGrammar::through_mask`]): counted runs and escapes kept as calls.
     through: Vec<bool>,
     /// Per rule: whether it is a leaf (no state calls a rule or reads a token set), so
     /// that a walk from inside it back into its caller needs only the two automata
@@ -528,11 +529,10 @@ impl CompiledGrammar {
             .collect();
         // Counted runs and escapes kept as calls by inlining (one ASCII character `m..=n`
         // times, `m >= 1`; `\` and what follows: no calls, no empty match, few tokens
-        // inside; [`crate::passes::stays_call`]): a token entering one after
-        // some bytes is followed through it and back into the caller by the
-        // classification, and positions inside one are classified with their return
-        // position, as if the run were inlined. (Walking through other rules, strings
-        // kept as calls for one, would walk most of the vocabulary at each call.)
+        // inside; [`crate::passes::stays_call`]): positions inside one are classified
+        // with their return position, as if the run were inlined. (Classifying positions
+        // of other rules so, strings kept as calls for one, would walk most of the
+        // vocabulary at each call site.)
         let through = grammar
             .rules
             .iter()
@@ -653,7 +653,8 @@ impl CompiledGrammar {
         }
     }
 
-    /// Whether the cache walks tokens through calls of `rule` ([`View::through`]).
+    /// Whether positions inside `rule` are classified with their return position
+    /// ([`CompiledGrammar::through_mask`]).
     pub(crate) fn walks_through(&self, rule: RuleId) -> bool {
         self.through.get(rule.index()).copied().unwrap_or(false)
     }
@@ -708,8 +709,9 @@ impl CompiledGrammar {
     /// through ([`CompiledGrammar::through_mask`]), fewer on a shorter stack (the top
     /// alone at the root), from the first time the frames are asked for. (A position's
     /// tokens are classified with one list for given frames: the top of a rule walked
-    /// through takes its through entry whenever a frame lies below it.) `None` for more than [`MAX_PARENT_DEPENDENT`] tokens, and past the
-    /// cache's memory bound: the walk against the stack gives the same answers.
+    /// through takes its through entry whenever a frame lies below it.) `None` for more
+    /// than [`MAX_PARENT_DEPENDENT`] tokens, and past the cache's memory bound: the walk
+    /// against the stack gives the same answers.
     pub(crate) fn parent_mask(
         &self,
         frames: &[Position],
