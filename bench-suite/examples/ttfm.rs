@@ -4,6 +4,11 @@
 //!
 //! `cargo run --release -p grammask-bench --example ttfm -- DIR EVERY RUNS TOKENIZER_JSON`
 //!
+//! With `KEEP=1` in the environment every compiled grammar is kept to the end, as a
+//! server's grammar cache keeps them: each compile then runs beside what the earlier
+//! ones hold (fresh pages for what it keeps), as the `maskbench` workers' cold compiles
+//! run beside their grammar cache.
+//!
 //! TTFM counts from the schema's JSON value (conversion, compile, first mask), as the
 //! `maskbench` workers time it. Prints the median conversion time of the schemas
 //! (measured once on its own), the median TTFM and compile time (conversion included),
@@ -48,6 +53,8 @@ fn main() -> Result<(), String> {
         println!("{} conversions: p50 {p50:.2} ms, total {total:.0} ms", convert_ms.len());
     }
     let mut times = Vec::new();
+    let keep_all = std::env::var_os("KEEP").is_some_and(|v| v == "1");
+    let mut kept = Vec::new();
     for _ in 0..runs {
         for (f, schema) in &schemas {
             let t = Instant::now();
@@ -60,6 +67,9 @@ fn main() -> Result<(), String> {
             let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
             matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
             let states = matcher.grammar().num_states();
+            if keep_all {
+                kept.push(matcher.grammar().clone());
+            }
             times.push((
                 t.elapsed().as_secs_f64() * 1e3,
                 compile.as_secs_f64() * 1e3,

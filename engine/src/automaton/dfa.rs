@@ -2,9 +2,13 @@
 //! calls and token sets.
 //!
 //! The alphabet is split into byte equivalence classes (bytes that no edge of the rule
-//! tells apart), so a state's byte transitions are one row of `n_classes` entries. Calls
-//! and token-set edges are symbols of their own: a DFA state calls each rule at most once,
-//! continuing at one state.
+//! tells apart), so a state's byte transitions are one row indexed by class. Rows are
+//! stored from their first to their last class with a target, back to back: most states
+//! of a JSON Schema's rule read one byte of a literal or a few, and a full row of the
+//! rule's tens of classes for each would make the tables several times larger (what a
+//! kept grammar holds, and what a compile writes). Calls and token-set edges are symbols
+//! of their own: a DFA state calls each rule at most once, continuing at one state; each
+//! kind is stored flat with an offset per state.
 //!
 //! The state sets hold only NFA states from which the accepting state can be reached, so
 //! every DFA state can still finish its rule (the start state aside, when the rule cannot
@@ -29,16 +33,33 @@ pub(crate) const DEAD: u32 = u32::MAX;
 /// Automata with more states than this are not minimized (see [`Dfa::from_nfa`]).
 const MINIMIZE_MAX_STATES: usize = 256;
 
+/// A state's byte transitions: `targets[at..at + len]` are those of the classes
+/// `lo..lo + len`, from the first class with a target to the last (`DEAD` between them
+/// where there is none); the other classes have none.
+#[derive(Clone, Copy, Debug, Default)]
+struct Row {
+    at: u32,
+    lo: u16,
+    len: u16,
+}
+
 /// A deterministic automaton for one rule.
 #[derive(Clone, Debug)]
 pub struct Dfa {
     class_of: [u8; 256],
+    /// Per class: its first byte (classes are runs of consecutive bytes, in byte order).
+    class_start: [u8; 256],
     n_classes: usize,
-    /// `n_states * n_classes` targets, `DEAD` where there is none.
-    trans: Vec<u32>,
+    /// Per state: its byte transitions in `targets`.
+    rows: Vec<Row>,
+    targets: Vec<u32>,
     accepting: Vec<bool>,
-    calls: Vec<SmallVec<[(RuleId, StateId); 1]>>,
-    tokens: Vec<SmallVec<[(TokenSetId, StateId); 1]>>,
+    /// Per state `s`: its calls are `calls[call_at[s]..call_at[s + 1]]`.
+    call_at: Vec<u32>,
+    calls: Vec<(RuleId, StateId)>,
+    /// Per state `s`: its token-set edges are `tokens[token_at[s]..token_at[s + 1]]`.
+    token_at: Vec<u32>,
+    tokens: Vec<(TokenSetId, StateId)>,
     /// Per state: whether it reads a byte or a token (filled by [`Dfa::from_nfa`]).
     reads_input: Vec<bool>,
     start: StateId,
@@ -76,20 +97,129 @@ impl Dfa {
         self.accepting.is_empty()
     }
 
+    /// An automaton without states, over these byte classes.
+    fn empty(class_of: [u8; 256], n_classes: usize) -> Dfa {
+        let mut class_start = [0u8; 256];
+        for b in (0..256).rev() {
+            class_start[class_of[b] as usize] = b as u8;
+        }
+        Dfa {
+            class_of,
+            class_start,
+            n_classes,
+            rows: Vec::new(),
+            targets: Vec::new(),
+            accepting: Vec::new(),
+            call_at: vec![0],
+            calls: Vec::new(),
+            token_at: vec![0],
+            tokens: Vec::new(),
+            reads_input: Vec::new(),
+            start: StateId(0),
+            safe_reps: Default::default(),
+        }
+    }
+
+    /// Adds a state: the targets of its byte classes from `lo` on (the first and the
+    /// last of them not `DEAD`, or none), whether the rule may end there, its calls and
+    /// its token-set edges.
+    fn push_state(
+        &mut self,
+        lo: usize,
+        targets: &[u32],
+        accepting: bool,
+        calls: impl IntoIterator<Item = (RuleId, StateId)>,
+        tokens: impl IntoIterator<Item = (TokenSetId, StateId)>,
+    ) {
+        debug_assert!(lo + targets.len() <= self.n_classes);
+        debug_assert!(targets.first().is_none_or(|&t| t != DEAD));
+        debug_assert!(targets.last().is_none_or(|&t| t != DEAD));
+        let at = self.targets.len() as u32;
+        let lo = if targets.is_empty() { 0 } else { lo as u16 };
+        self.rows.push(Row { at, lo, len: targets.len() as u16 });
+        self.targets.extend_from_slice(targets);
+        self.accepting.push(accepting);
+        self.calls.extend(calls);
+        self.call_at.push(self.calls.len() as u32);
+        self.tokens.extend(tokens);
+        self.token_at.push(self.tokens.len() as u32);
+    }
+
+    /// [`Dfa::push_state`] with the target of every byte class.
+    fn push_dense(
+        &mut self,
+        row: &[u32],
+        accepting: bool,
+        calls: impl IntoIterator<Item = (RuleId, StateId)>,
+        tokens: impl IntoIterator<Item = (TokenSetId, StateId)>,
+    ) {
+        let lo = row.iter().position(|&t| t != DEAD).unwrap_or(row.len());
+        let hi = row.iter().rposition(|&t| t != DEAD).map_or(lo, |hi| hi + 1);
+        self.push_state(lo, &row[lo..hi], accepting, calls, tokens);
+    }
+
+    /// Reserves room for about `states` more states.
+    fn reserve(&mut self, states: usize) {
+        self.rows.reserve(states);
+        self.targets.reserve(states * 2);
+        self.accepting.reserve(states);
+        self.call_at.reserve(states);
+        self.token_at.reserve(states);
+    }
+
+    /// Returns the spare capacity of the tables (what a kept grammar would hold for
+    /// nothing).
+    fn shrink(&mut self) {
+        self.rows.shrink_to_fit();
+        self.targets.shrink_to_fit();
+        self.accepting.shrink_to_fit();
+        self.call_at.shrink_to_fit();
+        self.calls.shrink_to_fit();
+        self.token_at.shrink_to_fit();
+        self.tokens.shrink_to_fit();
+    }
+
+    /// The first class of `state`'s row and the row's targets from there.
+    #[inline]
+    fn row(&self, state: usize) -> (usize, &[u32]) {
+        let row = self.rows[state];
+        (row.lo as usize, &self.targets[row.at as usize..][..row.len as usize])
+    }
+
+    /// The target of `state` on byte class `class` (`DEAD`: none).
+    #[inline]
+    fn class_target(&self, state: usize, class: usize) -> u32 {
+        let (lo, targets) = self.row(state);
+        targets.get(class.wrapping_sub(lo)).copied().unwrap_or(DEAD)
+    }
+
+    /// The target of `state` per byte class, into `out`.
+    fn dense_row(&self, state: usize, out: &mut Vec<u32>) {
+        out.clear();
+        out.resize(self.n_classes, DEAD);
+        let (lo, targets) = self.row(state);
+        out[lo..lo + targets.len()].copy_from_slice(targets);
+    }
+
     /// The state after reading `byte` in `state`.
     #[inline]
     pub fn next(&self, state: StateId, byte: u8) -> Option<StateId> {
         let class = self.class_of[byte as usize] as usize;
-        let t = self.trans[state.index() * self.n_classes + class];
-        (t != DEAD).then_some(StateId(t))
+        let row = self.rows[state.index()];
+        let i = class.wrapping_sub(row.lo as usize);
+        if i < row.len as usize {
+            let t = self.targets[row.at as usize + i];
+            (t != DEAD).then_some(StateId(t))
+        } else {
+            None
+        }
     }
 
     /// The targets of `state`'s byte transitions, one per byte class (a target may come
     /// several times).
     #[inline]
     pub(crate) fn byte_targets(&self, state: StateId) -> impl Iterator<Item = StateId> + '_ {
-        let row = &self.trans[state.index() * self.n_classes..(state.index() + 1) * self.n_classes];
-        row.iter().filter(|&&t| t != DEAD).map(|&t| StateId(t))
+        self.row(state.index()).1.iter().filter(|&&t| t != DEAD).map(|&t| StateId(t))
     }
 
     /// The byte class of `byte` (bytes of one class have the same transitions in every
@@ -112,19 +242,21 @@ impl Dfa {
     pub fn only_ends(&self, state: StateId) -> bool {
         self.accepting[state.index()]
             && !self.reads_input[state.index()]
-            && self.calls[state.index()].is_empty()
+            && self.calls(state).is_empty()
     }
 
     /// The rules `state` may call, each with the state to continue at.
     #[inline]
     pub fn calls(&self, state: StateId) -> &[(RuleId, StateId)] {
-        &self.calls[state.index()]
+        let s = state.index();
+        &self.calls[self.call_at[s] as usize..self.call_at[s + 1] as usize]
     }
 
     /// The token sets `state` may read, each with the state to continue at.
     #[inline]
     pub fn token_edges(&self, state: StateId) -> &[(TokenSetId, StateId)] {
-        &self.tokens[state.index()]
+        let s = state.index();
+        &self.tokens[self.token_at[s] as usize..self.token_at[s + 1] as usize]
     }
 
     /// Whether `state` reads a byte or a token.
@@ -135,31 +267,35 @@ impl Dfa {
 
     /// Whether `state` reads any byte.
     pub fn has_byte_edges(&self, state: StateId) -> bool {
-        let row = &self.trans[state.index() * self.n_classes..][..self.n_classes];
-        row.iter().any(|&t| t != DEAD)
+        self.rows[state.index()].len > 0
     }
 
     /// Bytes readable in `state`, as a 256-bit set.
     pub fn byte_set(&self, state: StateId) -> [u64; 4] {
         let mut set = [0u64; 4];
-        let row = &self.trans[state.index() * self.n_classes..][..self.n_classes];
-        if row.iter().all(|&t| t == DEAD) {
+        if !self.has_byte_edges(state) {
             return set;
         }
-        for b in 0..=255u8 {
-            if row[self.class_of[b as usize] as usize] != DEAD {
-                set[(b >> 6) as usize] |= 1 << (b & 63);
-            }
+        // Classes are runs of consecutive bytes numbered in byte order: the bytes of the
+        // row's classes are one run too.
+        let (lo, targets) = self.row(state.index());
+        let hi = lo + targets.len();
+        let first = self.class_start[lo] as usize;
+        let end = if hi < self.n_classes { self.class_start[hi] as usize } else { 256 };
+        for (b, &class) in self.class_of.iter().enumerate().take(end).skip(first) {
+            let open = targets.get((class as usize).wrapping_sub(lo)).is_some_and(|&t| t != DEAD);
+            set[b >> 6] |= (open as u64) << (b & 63);
         }
         set
     }
 
     /// Heap bytes used.
     pub fn memory(&self) -> usize {
-        self.trans.len() * 4
+        self.rows.len() * std::mem::size_of::<Row>()
+            + self.targets.len() * 4
             + self.accepting.len() * 2
-            + self.calls.len() * std::mem::size_of::<SmallVec<[(RuleId, StateId); 1]>>()
-            + self.tokens.len() * std::mem::size_of::<SmallVec<[(TokenSetId, StateId); 1]>>()
+            + (self.call_at.len() + self.token_at.len()) * 4
+            + (self.calls.len() + self.tokens.len()) * 8
     }
 
     /// Appends the automaton to a serialization buffer.
@@ -168,16 +304,20 @@ impl Dfa {
         w.len(self.n_classes);
         w.len(self.len());
         w.u32(self.start.0);
-        self.trans.iter().for_each(|&t| w.u32(t));
+        for s in 0..self.len() {
+            (0..self.n_classes).for_each(|c| w.u32(self.class_target(s, c)));
+        }
         for s in 0..self.len() {
             w.u8(self.accepting[s] as u8 | (self.reads_input[s] as u8) << 1);
-            w.len(self.calls[s].len());
-            for &(rule, t) in &self.calls[s] {
+            let calls = self.calls(StateId::new(s));
+            w.len(calls.len());
+            for &(rule, t) in calls {
                 w.u32(rule.index() as u32);
                 w.u32(t.0);
             }
-            w.len(self.tokens[s].len());
-            for &(set, t) in &self.tokens[s] {
+            let tokens = self.token_edges(StateId::new(s));
+            w.len(tokens.len());
+            for &(set, t) in tokens {
                 w.u32(set.0);
                 w.u32(t.0);
             }
@@ -195,7 +335,9 @@ impl Dfa {
             *c = r.u8()?;
         }
         let n_classes = r.len(0)?;
-        if n_classes == 0 || n_classes > 256 || class_of.iter().any(|&c| c as usize >= n_classes) {
+        // Classes are runs of consecutive bytes, numbered from 0 in byte order.
+        let runs = class_of[0] == 0 && class_of.windows(2).all(|w| w[1].wrapping_sub(w[0]) <= 1);
+        if n_classes == 0 || !runs || class_of[255] as usize + 1 != n_classes {
             return Err(format!("bad byte classes ({n_classes})"));
         }
         let n = r.len(n_classes * 4)?;
@@ -216,46 +358,33 @@ impl Dfa {
             let t = r.u32()?;
             trans.push(if t == DEAD { DEAD } else { check(t)?.0 });
         }
-        let (mut accepting, mut reads_input, mut calls, mut tokens) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for _ in 0..n {
+        let mut dfa = Dfa::empty(class_of, n_classes);
+        dfa.start = start;
+        let mut calls: Vec<(RuleId, StateId)> = Vec::new();
+        let mut tokens: Vec<(TokenSetId, StateId)> = Vec::new();
+        for row in trans.chunks_exact(n_classes) {
             let flags = r.u8()?;
-            accepting.push(flags & 1 != 0);
-            reads_input.push(flags & 2 != 0);
-            let mut row = SmallVec::new();
+            dfa.reads_input.push(flags & 2 != 0);
+            calls.clear();
             for _ in 0..r.len(8)? {
                 let rule = r.u32()? as usize;
                 if rule >= n_rules {
                     return Err(format!("call of rule {rule} out of range"));
                 }
-                row.push((RuleId::new(rule), check(r.u32()?)?));
+                calls.push((RuleId::new(rule), check(r.u32()?)?));
             }
-            calls.push(row);
-            let mut row = SmallVec::new();
+            tokens.clear();
             for _ in 0..r.len(8)? {
                 let set = r.u32()?;
                 if set as usize >= n_token_sets {
                     return Err(format!("token set {set} out of range"));
                 }
-                row.push((TokenSetId(set), check(r.u32()?)?));
+                tokens.push((TokenSetId(set), check(r.u32()?)?));
             }
-            tokens.push(row);
+            dfa.push_dense(row, flags & 1 != 0, calls.iter().copied(), tokens.iter().copied());
         }
-        Ok(Dfa {
-            class_of,
-            n_classes,
-            trans,
-            accepting,
-            calls,
-            tokens,
-            reads_input,
-            start,
-            safe_reps: Default::default(),
-        })
+        dfa.shrink();
+        Ok(dfa)
     }
 
     /// Determinizes `nfa`, and minimizes the result when `minimize` says so.
@@ -282,14 +411,16 @@ impl Dfa {
         dfa.reads_input = (0..dfa.len())
             .map(|s| {
                 let s = StateId::new(s);
-                dfa.has_byte_edges(s) || !dfa.tokens[s.index()].is_empty()
+                dfa.has_byte_edges(s) || !dfa.token_edges(s).is_empty()
             })
             .collect();
+        dfa.shrink();
         Ok(dfa)
     }
 }
 
-/// Byte classes of an NFA: bytes no edge distinguishes share a class.
+/// Byte classes of an NFA: bytes no edge distinguishes share a class. Each class is a run
+/// of consecutive bytes, numbered from 0 in byte order.
 fn byte_classes(nfa: &Nfa) -> ([u8; 256], usize) {
     let mut boundary = [false; 257];
     boundary[0] = true;
@@ -483,18 +614,13 @@ fn determinize(
     let mut target = vec![nfa.start];
     subsets.close(&mut target)?;
 
-    let mut dfa = Dfa {
-        class_of,
-        n_classes,
-        // Subset construction of these grammars yields about one state per NFA state.
-        trans: Vec::with_capacity(nfa.len().min(max_states) * n_classes),
-        accepting: Vec::new(),
-        calls: Vec::new(),
-        tokens: Vec::new(),
-        reads_input: Vec::new(),
-        start: StateId(0),
-        safe_reps: Default::default(),
-    };
+    let mut dfa = Dfa::empty(class_of, n_classes);
+    // Subset construction of these grammars yields about one state per NFA state.
+    dfa.reserve(nfa.len().min(max_states));
+    // The state being expanded: its target per class (`DEAD` outside `written`, the
+    // classes written so far).
+    let mut row: Vec<u32> = vec![DEAD; n_classes];
+    let mut written = (usize::MAX, 0usize);
     // Reused per state: the set being expanded, its byte edges as class ranges, the
     // class points where the set of targets changes, and its call and token edges.
     let mut set: Vec<NfaState> = Vec::new();
@@ -528,9 +654,7 @@ fn determinize(
                 }
             }
         }
-        dfa.accepting.push(set.binary_search(&nfa.accept).is_ok());
-        let row = dfa.trans.len();
-        dfa.trans.resize(row + n_classes, DEAD);
+        let accepting = set.binary_search(&nfa.accept).is_ok();
         // Every byte edge steps to one NFA state and nothing else leaves (a literal's
         // next byte, a class): one target, no segments to tell apart.
         if symbols.is_empty() && ranges.iter().all(|r| r.2 == ranges[0].2) {
@@ -539,11 +663,11 @@ fn determinize(
                 target.push(to);
                 let t = subsets.resolve(&mut target)?;
                 for &(first, last, _) in &ranges {
-                    dfa.trans[row + first as usize..=row + last as usize].fill(t);
+                    row[first as usize..=last as usize].fill(t);
+                    written = (written.0.min(first as usize), written.1.max(last as usize + 1));
                 }
             }
-            dfa.calls.push(SmallVec::new());
-            dfa.tokens.push(SmallVec::new());
+            push_row(&mut dfa, &mut row, &mut written, accepting, [], []);
             i += 1;
             continue;
         }
@@ -623,11 +747,12 @@ fn determinize(
                 used += 1;
                 t
             };
-            dfa.trans[row + from as usize..row + to as usize].fill(t);
+            row[from as usize..to as usize].fill(t);
+            written = (written.0.min(from as usize), written.1.max(to as usize));
         }
         symbols.sort_unstable();
-        let mut call_row = SmallVec::new();
-        let mut token_row = SmallVec::new();
+        let mut call_row: SmallVec<[(RuleId, StateId); 2]> = SmallVec::new();
+        let mut token_row: SmallVec<[(TokenSetId, StateId); 2]> = SmallVec::new();
         let mut k = 0;
         while k < symbols.len() {
             let (kind, key, _) = symbols[k];
@@ -648,14 +773,30 @@ fn determinize(
                 token_row.push((TokenSetId(key), t));
             }
         }
-        dfa.calls.push(call_row);
-        dfa.tokens.push(token_row);
+        push_row(&mut dfa, &mut row, &mut written, accepting, call_row, token_row);
         i += 1;
     }
-    if dfa.trans.capacity() > 2 * dfa.trans.len() {
-        dfa.trans.shrink_to_fit();
-    }
     Ok(dfa)
+}
+
+/// Adds the state whose targets `row` holds in `written` (`DEAD` elsewhere), and
+/// empties both for the next state.
+fn push_row(
+    dfa: &mut Dfa,
+    row: &mut [u32],
+    written: &mut (usize, usize),
+    accepting: bool,
+    calls: impl IntoIterator<Item = (RuleId, StateId)>,
+    tokens: impl IntoIterator<Item = (TokenSetId, StateId)>,
+) {
+    let (lo, hi) = *written;
+    if lo < hi {
+        dfa.push_state(lo, &row[lo..hi], accepting, calls, tokens);
+        row[lo..hi].fill(DEAD);
+    } else {
+        dfa.push_state(0, &[], accepting, calls, tokens);
+    }
+    *written = (usize::MAX, 0);
 }
 
 /// Merges equivalent states ([`refine`]), numbered breadth-first from the start (only
@@ -672,13 +813,15 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
         }
         (0..n)
             .map(|s| {
-                if dfa.calls[s].is_empty() && dfa.tokens[s].is_empty() {
+                let (calls, tokens) =
+                    (dfa.calls(StateId::new(s)), dfa.token_edges(StateId::new(s)));
+                if calls.is_empty() && tokens.is_empty() {
                     return dfa.accepting[s] as u32;
                 }
                 let key = (
                     dfa.accepting[s],
-                    dfa.calls[s].iter().map(|c| c.0).collect(),
-                    dfa.tokens[s].iter().map(|t| t.0).collect(),
+                    calls.iter().map(|c| c.0).collect(),
+                    tokens.iter().map(|t| t.0).collect(),
                 );
                 let next = keys.len() as u32;
                 *keys.entry(key).or_insert(next)
@@ -702,12 +845,11 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
             order[b] = representative.len() as u32;
             representative.push(s);
         }
-        let succ = dfa.trans[s * nc..(s + 1) * nc]
-            .iter()
-            .filter(|&&t| t != DEAD)
-            .map(|&t| t as usize)
-            .chain(dfa.calls[s].iter().map(|c| c.1.index()))
-            .chain(dfa.tokens[s].iter().map(|t| t.1.index()));
+        let succ = dfa
+            .byte_targets(StateId::new(s))
+            .chain(dfa.calls(StateId::new(s)).iter().map(|c| c.1))
+            .chain(dfa.token_edges(StateId::new(s)).iter().map(|t| t.1))
+            .map(StateId::index);
         for t in succ.collect::<SmallVec<[usize; 16]>>() {
             if !seen[t] {
                 seen[t] = true;
@@ -716,22 +858,18 @@ fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
         }
     }
     let map = |t: u32| if t == DEAD { DEAD } else { order[block[t as usize] as usize] };
-    let mut out = Dfa {
-        class_of: dfa.class_of,
-        n_classes: nc,
-        trans: Vec::with_capacity(representative.len() * nc),
-        accepting: Vec::with_capacity(representative.len()),
-        calls: Vec::with_capacity(representative.len()),
-        tokens: Vec::with_capacity(representative.len()),
-        reads_input: Vec::new(),
-        start: StateId(0),
-        safe_reps: Default::default(),
-    };
+    let mut out = Dfa::empty(dfa.class_of, nc);
+    let mut row = Vec::with_capacity(nc);
     for &s in &representative {
-        out.trans.extend(dfa.trans[s * nc..(s + 1) * nc].iter().map(|&t| map(t)));
-        out.accepting.push(dfa.accepting[s]);
-        out.calls.push(dfa.calls[s].iter().map(|&(r, t)| (r, StateId(map(t.0)))).collect());
-        out.tokens.push(dfa.tokens[s].iter().map(|&(k, t)| (k, StateId(map(t.0)))).collect());
+        dfa.dense_row(s, &mut row);
+        row.iter_mut().for_each(|t| *t = map(*t));
+        let state = StateId::new(s);
+        out.push_dense(
+            &row,
+            dfa.accepting[s],
+            dfa.calls(state).iter().map(|&(r, t)| (r, StateId(map(t.0)))),
+            dfa.token_edges(state).iter().map(|&(k, t)| (k, StateId(map(t.0)))),
+        );
     }
     Ok(out)
 }
@@ -755,10 +893,10 @@ fn refine(dfa: &Dfa, initial: &[u32], deadline: &Deadline) -> Result<(Vec<u32>, 
     let nc = dfa.n_classes;
     let total = n + 1;
     // Symbols: byte classes, then each rule called, then each token set read.
-    let mut called: Vec<RuleId> = dfa.calls.iter().flatten().map(|&(r, _)| r).collect();
+    let mut called: Vec<RuleId> = dfa.calls.iter().map(|&(r, _)| r).collect();
     called.sort_unstable();
     called.dedup();
-    let mut read: Vec<TokenSetId> = dfa.tokens.iter().flatten().map(|&(t, _)| t).collect();
+    let mut read: Vec<TokenSetId> = dfa.tokens.iter().map(|&(t, _)| t).collect();
     read.sort_unstable();
     read.dedup();
     // Incoming edges by target, each `symbol << 32 | source`. Missing transitions (into
@@ -766,16 +904,17 @@ fn refine(dfa: &Dfa, initial: &[u32], deadline: &Deadline) -> Result<(Vec<u32>, 
     let mut edges: Vec<(usize, u64)> = Vec::with_capacity(n * 4);
     for s in 0..n {
         let edge = |a: usize| (a as u64) << 32 | s as u64;
-        for (a, &t) in dfa.trans[s * nc..(s + 1) * nc].iter().enumerate() {
+        let (lo, targets) = dfa.row(s);
+        for (a, &t) in targets.iter().enumerate() {
             if t != DEAD {
-                edges.push((t as usize, edge(a)));
+                edges.push((t as usize, edge(lo + a)));
             }
         }
-        for &(rule, t) in &dfa.calls[s] {
+        for &(rule, t) in dfa.calls(StateId::new(s)) {
             let a = nc + called.partition_point(|&r| r < rule);
             edges.push((t.index(), edge(a)));
         }
-        for &(set, t) in &dfa.tokens[s] {
+        for &(set, t) in dfa.token_edges(StateId::new(s)) {
             let a = nc + called.len() + read.partition_point(|&r| r < set);
             edges.push((t.index(), edge(a)));
         }
@@ -909,9 +1048,12 @@ mod tests {
                 .map(|s| {
                     let mut key = vec![blk[s]];
                     let at = |t: u32| if t == DEAD { u32::MAX } else { blk[t as usize] };
-                    key.extend(dfa.trans[s * nc..(s + 1) * nc].iter().map(|&t| at(t)));
-                    key.extend(dfa.calls[s].iter().flat_map(|c| [c.0.index() as u32, at(c.1 .0)]));
-                    key.extend(dfa.tokens[s].iter().flat_map(|c| [c.0 .0, at(c.1 .0)]));
+                    key.extend((0..nc).map(|c| at(dfa.class_target(s, c))));
+                    let state = StateId::new(s);
+                    key.extend(
+                        dfa.calls(state).iter().flat_map(|c| [c.0.index() as u32, at(c.1 .0)]),
+                    );
+                    key.extend(dfa.token_edges(state).iter().flat_map(|c| [c.0 .0, at(c.1 .0)]));
                     let fresh = ids.len() as u32;
                     *ids.entry(key).or_insert(fresh)
                 })
@@ -942,42 +1084,76 @@ mod tests {
                 proptest::collection::vec(proptest::option::of((0u32..2, 0..n as u32)), n),
             )
                 .prop_map(move |(trans, accepting, calls)| {
-                    let calls: Vec<SmallVec<[(RuleId, StateId); 1]>> = calls
-                        .iter()
-                        .map(|c| {
-                            c.iter().map(|&(r, t)| (RuleId::new(r as usize), StateId(t))).collect()
-                        })
-                        .collect();
                     let initial = accepting.iter().map(|&a| a as u32).collect();
                     let mut class_of = [0u8; 256];
                     for (b, c) in class_of.iter_mut().enumerate() {
-                        *c = (b % nc) as u8;
+                        *c = (b * nc / 256) as u8;
                     }
-                    let dfa = Dfa {
-                        class_of,
-                        n_classes: nc,
-                        trans,
-                        accepting,
-                        tokens: vec![SmallVec::new(); calls.len()],
-                        calls,
-                        reads_input: Vec::new(),
-                        start: StateId(0),
-                        safe_reps: Default::default(),
-                    };
+                    let mut dfa = Dfa::empty(class_of, nc);
+                    for ((row, &accepting), call) in
+                        trans.chunks_exact(nc).zip(&accepting).zip(&calls)
+                    {
+                        let call = call.map(|(r, t)| (RuleId::new(r as usize), StateId(t)));
+                        dfa.push_dense(row, accepting, call, []);
+                    }
                     (dfa, initial)
                 })
         })
     }
 
     proptest! {
+        /// Rows stored from their first to their last target give every byte's target,
+        /// byte set and edge list of the full rows, and survive serialization.
+        #[test]
+        fn trimmed_rows_keep_every_target(
+            (nc, rows) in (1usize..12).prop_flat_map(|nc| {
+                let target = prop_oneof![3 => Just(DEAD), 1 => 0u32..6];
+                (Just(nc), proptest::collection::vec(proptest::collection::vec(target, nc), 6))
+            })
+        ) {
+            let mut class_of = [0u8; 256];
+            for (b, c) in class_of.iter_mut().enumerate() {
+                *c = (b * nc / 256) as u8;
+            }
+            let mut dfa = Dfa::empty(class_of, nc);
+            for row in &rows {
+                dfa.push_dense(row, false, [], []);
+            }
+            dfa.reads_input = vec![false; rows.len()];
+            let mut w = crate::serialize::Writer::default();
+            dfa.write(&mut w);
+            let loaded = Dfa::read(&mut crate::serialize::Reader::new(&w.bytes), 0, 0).unwrap();
+            for d in [&dfa, &loaded] {
+                for (s, row) in rows.iter().enumerate() {
+                    let state = StateId::new(s);
+                    let mut set = [0u64; 4];
+                    for b in 0..=255u8 {
+                        let t = row[class_of[b as usize] as usize];
+                        prop_assert_eq!(d.next(state, b), (t != DEAD).then_some(StateId(t)));
+                        if t != DEAD {
+                            set[(b >> 6) as usize] |= 1 << (b & 63);
+                        }
+                    }
+                    prop_assert_eq!(d.byte_set(state), set);
+                    prop_assert_eq!(d.has_byte_edges(state), row.iter().any(|&t| t != DEAD));
+                    let targets: Vec<u32> = d.byte_targets(state).map(|t| t.0).collect();
+                    let expected: Vec<u32> = row.iter().copied().filter(|&t| t != DEAD).collect();
+                    prop_assert_eq!(targets, expected);
+                }
+            }
+        }
+
         #[test]
         fn refinement_agrees_with_moore((dfa, initial) in arbitrary_dfa()) {
             // Calls are symbols too: states with different calls start apart, as in
             // `minimize`.
             let initial: Vec<u32> = initial
                 .iter()
-                .zip(&dfa.calls)
-                .map(|(&b, c)| b * 3 + c.first().map_or(0, |c| 1 + c.0.index() as u32))
+                .enumerate()
+                .map(|(s, &b)| {
+                    let c = dfa.calls(StateId::new(s));
+                    b * 3 + c.first().map_or(0, |c| 1 + c.0.index() as u32)
+                })
                 .collect();
             let (fast, count) = refine(&dfa, &initial, &Deadline::unlimited()).unwrap();
             let slow = moore(&dfa, &initial);
