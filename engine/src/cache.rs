@@ -1,9 +1,12 @@
 //! The compiled-grammar cache: the same grammar (by content) compiled with the same
 //! settings is compiled once and shared.
 //!
-//! Keys are the grammar IR itself (hashed, then compared in full, so a hash collision can
-//! never return another grammar) and the compiler settings. The cache holds at most
-//! `max_bytes` of compiled grammars (their automata and IR, plus their token mask caches,
+//! Keys are the grammar's source (GBNF, EBNF or regex text; a JSON Schema's text or its
+//! compact serialization, with the conversion options; for IR, its serialized bytes),
+//! hashed, then compared in full, so a hash collision can never return another grammar,
+//! and the compiler settings. A hit skips parsing and conversion, and a kept key is the
+//! source's bytes, a fraction of the IR it makes. The cache holds at most `max_bytes` of
+//! compiled grammars (their automata and IR and their keys, plus their token mask caches,
 //! which fill as matchers use them: counted again at every insertion) and evicts the
 //! least recently used first. Between insertions each kept grammar's mask cache may grow
 //! up to its own bound (`Limits::max_mask_cache_bytes`). A grammar larger than the whole
@@ -13,7 +16,6 @@
 
 use crate::compiler::{CompiledGrammar, CompilerConfig};
 use crate::error::CompileError;
-use grammask_syntax::ir::Grammar;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
@@ -50,10 +52,11 @@ struct Inner {
 
 #[derive(Debug)]
 struct Entry {
-    grammar: Grammar,
+    key: Box<[u8]>,
     settings: String,
     compiled: Arc<CompiledGrammar>,
-    /// The automata and the IR, measured when inserted (the mask cache is read as it is).
+    /// The automata, the IR and the key, measured when inserted (the mask cache is read
+    /// as it is).
     bytes: usize,
     last_used: u64,
 }
@@ -77,18 +80,18 @@ impl GrammarCache {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The cached compilation of `grammar` with `config`, or `compile()`'s result (kept
-    /// when it succeeds and fits).
+    /// The cached compilation of the grammar `key` stands for, with `config`, or
+    /// `compile()`'s result (kept when it succeeds and fits).
     pub(crate) fn get_or_compile(
         &self,
-        grammar: &Grammar,
+        key: Vec<u8>,
         config: &CompilerConfig,
         compile: impl FnOnce() -> Result<Arc<CompiledGrammar>, CompileError>,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let settings = format!("{config:?}");
-        let key = {
+        let hash = {
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            grammar.hash(&mut h);
+            key.hash(&mut h);
             settings.hash(&mut h);
             h.finish()
         };
@@ -96,8 +99,8 @@ impl GrammarCache {
             let mut inner = self.lock();
             inner.tick += 1;
             let tick = inner.tick;
-            let found = inner.entries.get_mut(&key).and_then(|bucket| {
-                bucket.iter_mut().find(|e| e.settings == settings && e.grammar == *grammar)
+            let found = inner.entries.get_mut(&hash).and_then(|bucket| {
+                bucket.iter_mut().find(|e| e.settings == settings && *e.key == *key)
             });
             if let Some(entry) = found {
                 entry.last_used = tick;
@@ -108,8 +111,7 @@ impl GrammarCache {
             inner.misses += 1;
         }
         let compiled = compile()?;
-        let bytes =
-            compiled.memory() + grammar.size() * std::mem::size_of::<grammask_syntax::Expr>();
+        let bytes = compiled.memory() - compiled.mask_cache_memory() + key.len() + settings.len();
         if bytes <= self.max_bytes {
             let mut inner = self.lock();
             let mut used = inner.used();
@@ -121,8 +123,8 @@ impl GrammarCache {
             }
             inner.tick += 1;
             let last_used = inner.tick;
-            inner.entries.entry(key).or_default().push(Entry {
-                grammar: grammar.clone(),
+            inner.entries.entry(hash).or_default().push(Entry {
+                key: key.into_boxed_slice(),
                 settings,
                 compiled: compiled.clone(),
                 bytes,

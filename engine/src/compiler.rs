@@ -180,17 +180,21 @@ impl Compiler {
     /// Compiles GBNF text (llama.cpp's dialect) whose root rule is `root`.
     pub fn compile_gbnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let parse = || grammask_syntax::parse_gbnf(text).map(|p| p.grammar);
-        let grammar = parse().map_err(CompileError::Grammar)?;
-        self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
+        self.cached(&[b"gbnf", text.as_bytes()], || {
+            let parse = || grammask_syntax::parse_gbnf(text).map(|p| p.grammar);
+            let grammar = parse().map_err(CompileError::Grammar)?;
+            self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
+        })
     }
 
     /// Compiles EBNF text (XGrammar's dialect) whose root rule is `root`.
     pub fn compile_ebnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let parse = || grammask_syntax::parse_ebnf(text).map(|p| p.grammar);
-        let grammar = parse().map_err(CompileError::Grammar)?;
-        self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
+        self.cached(&[b"ebnf", text.as_bytes()], || {
+            let parse = || grammask_syntax::parse_ebnf(text).map(|p| p.grammar);
+            let grammar = parse().map_err(CompileError::Grammar)?;
+            self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
+        })
     }
 
     /// Compiles a JSON Schema (its text) with the given conversion options.
@@ -200,7 +204,10 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        self.compile_converted(&|| grammask_syntax::parse_json_schema(schema, options), start)
+        let options_key = format!("{options:?}");
+        self.cached(&[b"json-schema-text", options_key.as_bytes(), schema.as_bytes()], || {
+            self.compile_converted(&|| grammask_syntax::parse_json_schema(schema, options), start)
+        })
     }
 
     /// Compiles a JSON Schema (a parsed JSON value) with the given conversion options.
@@ -210,7 +217,18 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        self.compile_converted(&|| grammask_syntax::json_schema_to_grammar(schema, options), start)
+        let compile = || {
+            self.compile_converted(
+                &|| grammask_syntax::json_schema_to_grammar(schema, options),
+                start,
+            )
+        };
+        if self.cache.is_none() {
+            return compile();
+        }
+        let options_key = format!("{options:?}");
+        let schema_key = serde_json::to_vec(schema).unwrap_or_default();
+        self.cached(&[b"json-schema", options_key.as_bytes(), &schema_key], compile)
     }
 
     /// Compiles the grammar `convert` makes of a schema (again for a retry), without the
@@ -229,8 +247,10 @@ impl Compiler {
     /// Compiles a regular expression that must match the whole text.
     pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let parse = || grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar);
-        self.compile_made(parse()?, &parse, false, start)
+        self.cached(&[b"regex", pattern.as_bytes()], || {
+            let parse = || grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar);
+            self.compile_made(parse()?, &parse, false, start)
+        })
     }
 
     /// Compiles a grammar given as IR.
@@ -245,7 +265,28 @@ impl Compiler {
         grammar: &Grammar,
         start: Instant,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        self.compile_made(grammar.clone(), &|| Ok(grammar.clone()), false, start)
+        let compile = || self.compile_made(grammar.clone(), &|| Ok(grammar.clone()), false, start);
+        if self.cache.is_none() {
+            return compile();
+        }
+        self.cached(&[b"ir", &crate::serialize::grammar_bytes(grammar)], compile)
+    }
+
+    /// `compile()`'s grammar, from the grammar cache when there is one: looked up by its
+    /// source (`parts`: the kind of source, then what makes it, each part length-prefixed
+    /// in the key) and the settings.
+    fn cached(
+        &self,
+        parts: &[&[u8]],
+        compile: impl FnOnce() -> Result<Arc<CompiledGrammar>, CompileError>,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let Some(cache) = &self.cache else { return compile() };
+        let mut key = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
+        for part in parts {
+            key.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            key.extend_from_slice(part);
+        }
+        cache.get_or_compile(key, &self.config, compile)
     }
 
     /// Compiles `grammar`, made from its source at `start`. The passes consume it; a
@@ -260,16 +301,11 @@ impl Compiler {
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::starting_at(start, self.config.limits.max_compile_time);
         deadline.check("parsing")?;
-        match &self.cache {
-            Some(cache) => cache.get_or_compile(&grammar, &self.config, || {
-                self.compile_uncached(grammar.clone(), again, finish, &deadline)
-            }),
-            None => self.compile_uncached(grammar, again, finish, &deadline),
-        }
+        self.compile_uncached(grammar, again, finish, &deadline)
     }
 
     /// The same compiler, keeping compiled grammars in `cache` (keyed by the grammar's
-    /// content and the settings), so the same grammar compiles once.
+    /// source and the settings), so the same grammar compiles once.
     pub fn with_grammar_cache(mut self, cache: Arc<GrammarCache>) -> Self {
         self.cache = Some(cache);
         self
@@ -575,10 +611,15 @@ impl CompiledGrammar {
         )
     }
 
-    /// Heap bytes used by the automata and the filled token mask cache entries.
+    /// Heap bytes used: the automata, the IR (counted per node), the per-state slots of
+    /// the token mask cache and its filled entries.
     pub fn memory(&self) -> usize {
+        let exits: usize = self.exits.iter().map(|e| e.slot.len() * 4 + e.sets.len() * 32).sum();
         self.automata.iter().map(Dfa::memory).sum::<usize>()
             + self.grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>()
+            + self.cache.len() * std::mem::size_of::<OnceLock<Box<PositionMask>>>()
+            + self.safe_memo.len() * 4
+            + exits
             + self.mask_cache_memory()
     }
 

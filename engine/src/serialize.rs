@@ -139,21 +139,7 @@ pub(crate) fn write(
     ] {
         w.len(v);
     }
-    w.u32(grammar.root.index() as u32);
-    w.len(grammar.rules.len());
-    for rule in &grammar.rules {
-        w.slice(rule.name.as_bytes());
-        w.len(rule.span.start);
-        w.len(rule.span.end);
-        write_expr(&mut w, &rule.body);
-        match &rule.lookahead {
-            None => w.u8(0),
-            Some(e) => {
-                w.u8(1);
-                write_expr(&mut w, e);
-            }
-        }
-    }
+    write_grammar(&mut w, grammar);
     w.len(token_sets.len());
     for set in token_sets {
         write_token_set(&mut w, set);
@@ -163,6 +149,31 @@ pub(crate) fn write(
         dfa.write(&mut w);
     }
     w.bytes
+}
+
+/// A grammar IR as bytes (the serialization's IR part): equal bytes, equal grammars.
+pub(crate) fn grammar_bytes(grammar: &Grammar) -> Vec<u8> {
+    let mut w = Writer::default();
+    write_grammar(&mut w, grammar);
+    w.bytes
+}
+
+fn write_grammar(w: &mut Writer, grammar: &Grammar) {
+    w.u32(grammar.root.index() as u32);
+    w.len(grammar.rules.len());
+    for rule in &grammar.rules {
+        w.slice(rule.name.as_bytes());
+        w.len(rule.span.start);
+        w.len(rule.span.end);
+        write_expr(w, &rule.body);
+        match &rule.lookahead {
+            None => w.u8(0),
+            Some(e) => {
+                w.u8(1);
+                write_expr(w, e);
+            }
+        }
+    }
 }
 
 /// Reads a compiled grammar's parts, checking the header and the vocabulary.

@@ -147,3 +147,48 @@ fn grammar_cache_counts_mask_caches_filled_after_insertion() {
     let again = compiler.compile_gbnf(JSONISH).unwrap();
     assert!(!Arc::ptr_eq(&again, &kept), "evicted, compiled again");
 }
+
+/// Grammars are kept by their source: the same schema value, schema text, regex or IR
+/// hits; another kind of source, other conversion options or other compiler settings
+/// compile again.
+#[test]
+fn grammar_cache_keys_are_sources_options_and_settings() {
+    let v = vocab();
+    let cache = Arc::new(GrammarCache::new(64 << 20));
+    let compiler = Compiler::new(&v).with_grammar_cache(cache.clone());
+    let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+    let options = grammask_syntax::JsonSchemaOptions::default();
+    let first = compiler.compile_json_schema_value(&schema, &options).unwrap();
+    let again = compiler.compile_json_schema_value(&schema.clone(), &options).unwrap();
+    assert!(Arc::ptr_eq(&first, &again));
+    assert_eq!((cache.hits(), cache.misses()), (1, 1));
+    let strict = grammask_syntax::JsonSchemaOptions { strict: true, ..Default::default() };
+    let other = compiler.compile_json_schema_value(&schema, &strict).unwrap();
+    assert!(!Arc::ptr_eq(&first, &other), "other conversion options compile again");
+    let text = schema.to_string();
+    let from_text = compiler.compile_json_schema(&text, &options).unwrap();
+    assert!(Arc::ptr_eq(&from_text, &compiler.compile_json_schema(&text, &options).unwrap()));
+    assert_eq!((cache.hits(), cache.misses()), (2, 3));
+    // The same text as GBNF and as EBNF: two sources.
+    let rule = "root ::= \"a\" [0-9]*";
+    let gbnf = compiler.compile_gbnf(rule).unwrap();
+    let ebnf = compiler.compile_ebnf(rule).unwrap();
+    assert!(!Arc::ptr_eq(&gbnf, &ebnf));
+    assert!(Arc::ptr_eq(&gbnf, &compiler.compile_gbnf(rule).unwrap()));
+    let regex = compiler.compile_regex("a[0-9]*").unwrap();
+    assert!(Arc::ptr_eq(&regex, &compiler.compile_regex("a[0-9]*").unwrap()));
+    assert_eq!((cache.hits(), cache.misses()), (4, 6));
+    // IR: equal grammars hit, a grammar differing in one rule name does not.
+    let ir = grammask_syntax::parse_gbnf(rule).unwrap().grammar;
+    let a = compiler.compile_grammar(&ir).unwrap();
+    assert!(Arc::ptr_eq(&a, &compiler.compile_grammar(&ir.clone()).unwrap()));
+    let mut renamed = ir.clone();
+    renamed.rules[0].name = "start".into();
+    assert!(!Arc::ptr_eq(&a, &compiler.compile_grammar(&renamed).unwrap()));
+    assert_eq!((cache.hits(), cache.misses()), (5, 8));
+    // Other settings: another compilation of the same source.
+    let config = grammask_engine::CompilerConfig { minimize: true, ..Default::default() };
+    let minimizing = Compiler::new(&v).with_config(config).with_grammar_cache(cache.clone());
+    assert!(!Arc::ptr_eq(&gbnf, &minimizing.compile_gbnf(rule).unwrap()));
+    assert_eq!((cache.hits(), cache.misses(), cache.len()), (5, 9, 9));
+}
