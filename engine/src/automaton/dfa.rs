@@ -276,15 +276,34 @@ impl Dfa {
         if !self.has_byte_edges(state) {
             return set;
         }
-        // Classes are runs of consecutive bytes numbered in byte order: the bytes of the
-        // row's classes are one run too.
+        // Classes are runs of consecutive bytes numbered in byte order: each run of
+        // classes with a target is one run of bytes.
         let (lo, targets) = self.row(state.index());
-        let hi = lo + targets.len();
-        let first = self.class_start[lo] as usize;
-        let end = if hi < self.n_classes { self.class_start[hi] as usize } else { 256 };
-        for (b, &class) in self.class_of.iter().enumerate().take(end).skip(first) {
-            let open = targets.get((class as usize).wrapping_sub(lo)).is_some_and(|&t| t != DEAD);
-            set[b >> 6] |= (open as u64) << (b & 63);
+        let byte_at = |class: usize| {
+            if class < self.n_classes {
+                self.class_start[class] as usize
+            } else {
+                256
+            }
+        };
+        let mut i = 0;
+        while i < targets.len() {
+            if targets[i] == DEAD {
+                i += 1;
+                continue;
+            }
+            let from = i;
+            while i < targets.len() && targets[i] != DEAD {
+                i += 1;
+            }
+            let (a, b) = (byte_at(lo + from), byte_at(lo + i));
+            for (w, word) in set.iter_mut().enumerate() {
+                let (wa, wb) = (a.clamp(w * 64, w * 64 + 64), b.clamp(w * 64, w * 64 + 64));
+                if wa < wb {
+                    let ones = if wb - wa == 64 { u64::MAX } else { (1u64 << (wb - wa)) - 1 };
+                    *word |= ones << (wa - w * 64);
+                }
+            }
         }
         set
     }

@@ -11,8 +11,9 @@
 //! relative-json-pointer are enforced too.
 
 use super::Converter;
-use crate::ir::Expr;
+use crate::ir::{Expr, GrammarBuilder};
 use crate::regex::{regex_to_ir, CharEncoding, RegexOptions};
+use std::sync::OnceLock;
 
 /// The formats with a grammar.
 pub(crate) const KNOWN: &[&str] = &[
@@ -121,6 +122,22 @@ fn two(n: u32) -> String {
     format!("{n:02}")
 }
 
+/// The grammar of format `name` (but date-time, made of its two rules), built once per
+/// process: the same for every schema, and a regex to parse and lower for most.
+fn format_body(name: &str) -> Option<Expr> {
+    static BODIES: [OnceLock<Option<Expr>>; KNOWN.len()] = [const { OnceLock::new() }; KNOWN.len()];
+    let i = KNOWN.iter().position(|&k| k == name)?;
+    BODIES[i]
+        .get_or_init(|| match name {
+            "time" => time_expr(),
+            _ => {
+                let opts = RegexOptions { whole_match: true, encoding: CharEncoding::JsonString };
+                regex_to_ir(&regex_for(name)?, &mut GrammarBuilder::new(), opts).ok()
+            }
+        })
+        .clone()
+}
+
 /// RFC 3339 `full-time`, with leap seconds only at 23:59:60 UTC.
 pub(crate) fn time_expr() -> Option<Expr> {
     let mut b = crate::ir::GrammarBuilder::new();
@@ -159,16 +176,13 @@ impl Converter<'_> {
             return Some(Expr::Rule(id));
         }
         let body = match name {
-            "time" => time_expr()?,
+            "time" => format_body(name)?,
             "date-time" => {
                 let time = self.format_expr("time")?;
                 let date = self.format_expr("date")?;
                 Expr::Seq(vec![date, Expr::class(false, [('T', 'T'), ('t', 't')]), time])
             }
-            _ => {
-                let opts = RegexOptions { whole_match: true, encoding: CharEncoding::JsonString };
-                regex_to_ir(&regex_for(name)?, &mut self.b, opts).ok()?
-            }
+            _ => format_body(name)?,
         };
         let id = self.b.declare(&rule_name);
         self.b.define(id, body);

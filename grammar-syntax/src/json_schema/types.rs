@@ -14,6 +14,7 @@ use crate::regex::{
     RegexOptions,
 };
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// Largest member expression (IR nodes) copied where an object's member list needs it
 /// more than once; larger ones become rules.
@@ -106,7 +107,7 @@ fn excluding(names: &[&[char]], any_char: Expr) -> Expr {
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
     let trie = Trie { names: &sorted, depth: 0 };
-    let mut divergent = vec![divergent_prefixes(trie, &used)];
+    let mut divergent = vec![divergent_prefixes(trie, &used, &mut HashMap::new())];
     if !is_never(&foreign) {
         divergent.push(Expr::seq(vec![all_prefixes(trie), foreign]));
     }
@@ -167,14 +168,26 @@ fn all_prefixes(trie: Trie<'_>) -> Expr {
 
 /// Strings `p c` (canonical escapes) where `p` continues the prefix of `trie` into a
 /// prefix of some of its names, `c` is one of the characters `used` in them, and `p c`
-/// continues none.
-fn divergent_prefixes(trie: Trie<'_>, used: &[char]) -> Expr {
+/// continues none. `classes`: the class of such `c` by the characters that continue
+/// (many nodes continue with the same one).
+fn divergent_prefixes(
+    trie: Trie<'_>,
+    used: &[char],
+    classes: &mut HashMap<Vec<char>, Expr>,
+) -> Expr {
     let continuing: Vec<char> = trie.children().map(|(c, _)| c).collect();
-    // Both sorted: the used characters that continue no name here.
-    let others = used.iter().filter(|c| continuing.binary_search(c).is_err()).map(|&c| (c, c));
-    let mut alts = vec![encode_class(&CharClass::new(false, others), CharEncoding::JsonString)];
+    let others = classes
+        .entry(continuing)
+        .or_insert_with_key(|continuing| {
+            // Both sorted: the used characters that continue no name here.
+            let others =
+                used.iter().filter(|c| continuing.binary_search(c).is_err()).map(|&c| (c, c));
+            encode_class(&CharClass::new(false, others), CharEncoding::JsonString)
+        })
+        .clone();
+    let mut alts = vec![others];
     for (c, child) in trie.children() {
-        let after = divergent_prefixes(child, used);
+        let after = divergent_prefixes(child, used, classes);
         if !is_never(&after) {
             alts.push(Expr::seq(vec![char_literal(c), after]));
         }
