@@ -15,7 +15,6 @@ use crate::error::{CompileError, MatchError};
 use crate::follow::{exit_bytes, nullable_rules, RuleExits};
 use crate::ids::{StateId, TokenSetId};
 use crate::passes::{self, PassConfig};
-use crate::serialize::vocabulary_fingerprint;
 use crate::slices::{slicing_for, Slicing, UNKNOWN_DEPTH};
 use crate::stack::{Position, Stack};
 use crate::token_cache::{
@@ -141,7 +140,6 @@ impl Default for CompilerConfig {
 pub struct Compiler {
     vocab: Arc<Vocabulary>,
     config: CompilerConfig,
-    fingerprint: Arc<OnceLock<u64>>,
     cache: Option<Arc<GrammarCache>>,
 }
 
@@ -153,12 +151,7 @@ impl Compiler {
 
     /// A compiler sharing an existing vocabulary.
     pub fn from_arc(vocab: Arc<Vocabulary>) -> Self {
-        Compiler {
-            vocab,
-            config: CompilerConfig::default(),
-            fingerprint: Arc::default(),
-            cache: None,
-        }
+        Compiler { vocab, config: CompilerConfig::default(), cache: None }
     }
 
     /// The same compiler with other settings.
@@ -447,7 +440,7 @@ impl Compiler {
     /// [`CompileError::Load`].
     pub fn deserialize(&self, bytes: &[u8]) -> Result<Arc<CompiledGrammar>, CompileError> {
         let parts =
-            crate::serialize::read(bytes, self.fingerprint()).map_err(CompileError::Load)?;
+            crate::serialize::read(bytes, self.vocab.fingerprint()).map_err(CompileError::Load)?;
         let vocab_size = self.vocab.vocab_size();
         for set in &parts.token_sets {
             if let Some(&id) = set.ids.iter().find(|&&id| id as usize >= vocab_size) {
@@ -464,11 +457,6 @@ impl Compiler {
             parts.limits,
             self.config.mask_cache,
         )))
-    }
-
-    /// The vocabulary's fingerprint, computed once per compiler.
-    fn fingerprint(&self) -> u64 {
-        *self.fingerprint.get_or_init(|| vocabulary_fingerprint(&self.vocab))
     }
 }
 
@@ -603,7 +591,7 @@ impl CompiledGrammar {
     /// token mask cache is not included; it refills on first use.
     pub fn serialize(&self) -> Vec<u8> {
         crate::serialize::write(
-            vocabulary_fingerprint(&self.vocab),
+            self.vocab.fingerprint(),
             &self.limits,
             &self.grammar,
             &self.token_sets,

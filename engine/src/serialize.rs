@@ -11,26 +11,11 @@
 use crate::automaton::Dfa;
 use crate::compiler::Limits;
 use grammask_syntax::ir::{CharClass, Expr, Grammar, Rule, RuleId, Span, TokenSet};
-use grammask_tokenset::Vocabulary;
-use std::hash::{Hash, Hasher};
 
 const MAGIC: &[u8; 8] = b"GRAMMASK";
 const VERSION: u32 = 2;
 /// Deepest expression nesting accepted when loading.
 const MAX_DEPTH: usize = 10_000;
-
-/// A fingerprint of a vocabulary: its size, its stop tokens and every token's kind and
-/// bytes.
-pub(crate) fn vocabulary_fingerprint(vocab: &Vocabulary) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    vocab.vocab_size().hash(&mut h);
-    vocab.stop_tokens().hash(&mut h);
-    for id in 0..vocab.id_bound() as u32 {
-        vocab.kind(id).map(|k| k as u8).hash(&mut h);
-        vocab.token_bytes(id).hash(&mut h);
-    }
-    h.finish()
-}
 
 /// Appends values to a byte buffer.
 #[derive(Default)]

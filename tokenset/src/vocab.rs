@@ -86,6 +86,8 @@ pub struct Vocabulary {
     specials: Vec<(Box<[u8]>, u32)>,
     sorted: SortedVocab,
     origin: String,
+    /// [`Vocabulary::fingerprint`], computed on first use (reset by the setters).
+    fingerprint: std::sync::OnceLock<u64>,
 }
 
 /// One token as the loaders produce it: id, bytes, kind.
@@ -184,6 +186,7 @@ impl Vocabulary {
             specials: Vec::new(),
             sorted: SortedVocab::default(),
             origin,
+            fingerprint: std::sync::OnceLock::new(),
         };
         vocab.set_vocab_size(vocab_size.unwrap_or(bound))?;
         vocab.set_stop_tokens(&stop)?;
@@ -277,6 +280,7 @@ impl Vocabulary {
         }
         check_size(&self.origin, n)?;
         self.vocab_size = n;
+        self.fingerprint = std::sync::OnceLock::new();
         Ok(())
     }
 
@@ -320,7 +324,25 @@ impl Vocabulary {
         stop.sort_unstable();
         stop.dedup();
         self.stop = stop;
+        self.fingerprint = std::sync::OnceLock::new();
         Ok(())
+    }
+
+    /// A 64-bit hash of what a compiled grammar depends on: the logits width, the stop
+    /// tokens, and every id's kind and bytes. Computed once (a pass over every token,
+    /// milliseconds for a 128k vocabulary) and kept.
+    pub fn fingerprint(&self) -> u64 {
+        *self.fingerprint.get_or_init(|| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            self.vocab_size().hash(&mut h);
+            self.stop_tokens().hash(&mut h);
+            for id in 0..self.id_bound() as u32 {
+                self.kind(id).map(|k| k as u8).hash(&mut h);
+                self.token_bytes(id).hash(&mut h);
+            }
+            h.finish()
+        })
     }
 
     /// The id of the token with exactly these bytes: a special token if one has them
@@ -409,6 +431,32 @@ mod tests {
     fn send_sync() {
         fn check<T: Send + Sync>() {}
         check::<Vocabulary>();
+    }
+
+    /// The fingerprint is kept once computed, and follows every change a compiled
+    /// grammar depends on: what the setters change resets it.
+    #[test]
+    fn fingerprint_follows_the_content() {
+        let tokens = || vec![b"a".to_vec(), b"b".to_vec(), b"</s>".to_vec()];
+        let mut v = Vocabulary::from_byte_tokens(tokens(), &[2], &[2], None).unwrap();
+        let first = v.fingerprint();
+        assert_eq!(v.fingerprint(), first);
+        assert_eq!(v.clone().fingerprint(), first);
+        let same = Vocabulary::from_byte_tokens(tokens(), &[2], &[2], None).unwrap();
+        assert_eq!(same.fingerprint(), first);
+        v.set_stop_tokens(&[1]).unwrap();
+        let stop_b = v.fingerprint();
+        assert_ne!(stop_b, first);
+        v.set_vocab_size(8).unwrap();
+        assert_ne!(v.fingerprint(), stop_b);
+        let other = Vocabulary::from_byte_tokens(
+            vec![b"a".to_vec(), b"c".to_vec(), b"</s>".to_vec()],
+            &[2],
+            &[2],
+            None,
+        )
+        .unwrap();
+        assert_ne!(other.fingerprint(), first);
     }
 
     #[test]
