@@ -20,7 +20,7 @@ use crate::stack::{Position, Stack};
 use crate::token_cache::{
     classify, classify_listed, MaskEntry, ParentMask, PositionMask, Start, View,
 };
-use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
+use grammask_syntax::ir::{Expr, Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -357,6 +357,14 @@ impl Compiler {
         let mut token_index: HashMap<TokenSet, TokenSetId> = HashMap::new();
         let mut automata = Vec::with_capacity(grammar.rules.len());
         let mut total_states = 0usize;
+        // The bodies of spliced rules, read where they are referred to (but in rules whose
+        // references all stay calls).
+        let spliced: Vec<Option<&Expr>> = (0..grammar.rules.len())
+            .map(|r| {
+                passes::is_spliced(&grammar.rules, r, grammar.root)
+                    .then_some(&grammar.rules[r].body)
+            })
+            .collect();
         for rule in &grammar.rules {
             deadline.check("automaton construction")?;
             let mut intern = |set: &TokenSet| {
@@ -366,16 +374,24 @@ impl Compiler {
                 })
             };
             let max = limits.max_automaton_states;
-            let nfa = Nfa::build(&rule.body, &classes, max, &mut intern).map_err(|e| match e {
-                NfaError::TooManyStates(max) => CompileError::Limit {
-                    name: "automaton_states",
-                    message: format!("rule `{}` needs more than {max} NFA states", rule.name),
-                },
-                NfaError::Unlowered(what) => CompileError::Unsupported(format!(
-                    "rule `{}` still holds a {what} after the passes",
-                    rule.name
-                )),
-            })?;
+            let splices: &[Option<&Expr>] =
+                if passes.keep_calls_in.contains(&rule.name) { &[] } else { &spliced };
+            let nfa =
+                Nfa::build(&rule.body, &classes, splices, max, &mut intern).map_err(
+                    |e| match e {
+                        NfaError::TooManyStates(max) => CompileError::Limit {
+                            name: "automaton_states",
+                            message: format!(
+                                "rule `{}` needs more than {max} NFA states",
+                                rule.name
+                            ),
+                        },
+                        NfaError::Unlowered(what) => CompileError::Unsupported(format!(
+                            "rule `{}` still holds a {what} after the passes",
+                            rule.name
+                        )),
+                    },
+                )?;
             let budget = limits.max_automaton_states.saturating_sub(total_states);
             // Work budget of subset construction: unbounded, except for a rule with
             // inlined bodies (see `PassConfig::inlined_work_factor`).

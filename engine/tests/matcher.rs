@@ -1081,3 +1081,60 @@ fn tokens_entering_callees_give_the_same_masks() {
     ];
     masked_walks_agree(&grammars, 0xD1B5_4A32_D192_ED03, 150, 25, || {});
 }
+
+/// A spliced rule (a small sequence referred to from many places, like JSON whitespace)
+/// stays one body in the IR, and automaton construction reads it in place of each
+/// reference: the automata are those of the grammar with the body written out at every
+/// reference, and so are the masks.
+#[test]
+fn spliced_rules_give_the_automata_of_their_copies() {
+    let ws = r#"([ \t]* ("\n" [ ]*)?)"#;
+    let with_rule = r#"
+root  ::= "{" ws "\"a\"" ws ":" ws value ws "}"
+value ::= [0-9]+ | "[" ws (value ws ("," ws value ws)*)? "]"
+ws    ::= [ \t]* ("\n" [ ]*)?
+"#;
+    let written_out: String = with_rule
+        .lines()
+        .filter(|line| !line.starts_with("ws "))
+        .map(|line| {
+            let words: Vec<String> = line
+                .split(' ')
+                .map(|w| match w.strip_prefix("ws") {
+                    // `ws` and the closing brackets and operators after it.
+                    Some(rest) if rest.chars().all(|c| ")*?".contains(c)) => format!("{ws}{rest}"),
+                    _ => w.to_string(),
+                })
+                .collect();
+            words.join(" ") + "\n"
+        })
+        .collect();
+    assert!(!written_out.contains("ws"), "{written_out}");
+    let mut tokens: Vec<Vec<u8>> = [
+        "{", "}", "\"a\"", ":", " ", "  ", "\t", "\n", "\n ", " \n", "[", "]", ",", "1", "23",
+        "[1", "1,", ", ", "\":", "{\"", "}\n",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    tokens.push(b"</s>".to_vec());
+    let v = with_stop_token(tokens);
+    let spliced = Compiler::new(&v).compile_gbnf(with_rule).unwrap();
+    let copies = Compiler::new(&v).compile_gbnf(&written_out).unwrap();
+    let (g, c) = (spliced.grammar(), copies.grammar());
+    let ws_rule = g.rules.iter().position(|r| r.name == "ws").expect("the ws rule is kept");
+    assert!(grammask_engine::passes::is_spliced(&g.rules, ws_rule, g.root));
+    assert!(g.size() < c.size(), "one body instead of copies: {} vs {}", g.size(), c.size());
+    for name in ["root", "value"] {
+        let rule = |g: &Grammar| g.rules.iter().position(|r| r.name == name).unwrap();
+        let a = spliced.automaton(grammask_syntax::ir::RuleId::new(rule(g)));
+        let b = copies.automaton(grammask_syntax::ir::RuleId::new(rule(c)));
+        assert_eq!(a.len(), b.len(), "states of `{name}`");
+        // No call of the spliced rule.
+        for s in 0..a.len() {
+            let state = grammask_engine::StateId::new(s);
+            assert!(a.calls(state).iter().all(|&(callee, _)| callee.index() != ws_rule));
+        }
+    }
+    masked_walks_agree(&[spliced, copies], 0xB7E1_5162_8AED_2A6B, 60, 40, || {});
+}

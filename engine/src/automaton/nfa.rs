@@ -20,6 +20,7 @@ use super::{mix, SetHasher};
 use crate::ids::TokenSetId;
 use crate::passes::ClassTable;
 use grammask_syntax::ir::{Expr, RuleId};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
@@ -60,10 +61,13 @@ pub(crate) enum NfaError {
 
 impl Nfa {
     /// Builds the NFA of `body`, whose classes are in `classes`; `token_set` interns the
-    /// token sets it meets.
-    pub(crate) fn build(
-        body: &Expr,
-        classes: &ClassTable,
+    /// token sets it meets. `spliced[r]`: the body of rule `r` when its references are
+    /// spliced ([`crate::passes::is_spliced`]), read in their place: alone where the
+    /// reference is alone, its items among the items of a sequence holding it.
+    pub(crate) fn build<'e>(
+        body: &'e Expr,
+        classes: &'e ClassTable,
+        spliced: &'e [Option<&'e Expr>],
         max_states: usize,
         token_set: &mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
     ) -> Result<Nfa, NfaError> {
@@ -73,6 +77,7 @@ impl Nfa {
             max_states,
             token_set,
             classes,
+            spliced,
             built: HashMap::default(),
             built_log: Vec::new(),
         };
@@ -141,6 +146,8 @@ struct Builder<'a, 'e> {
     max_states: usize,
     token_set: &'a mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
     classes: &'e ClassTable,
+    /// See [`Nfa::build`].
+    spliced: &'e [Option<&'e Expr>],
     /// Items built into a target from an entry state of their own: the item and its entry.
     built: HashMap<BuiltKey, (&'e Expr, NfaState), BuildHasherDefault<SetHasher>>,
     /// The keys of `built` in insertion order, to forget entries whose states are undone.
@@ -163,6 +170,7 @@ impl<'e> Builder<'_, 'e> {
     /// Builds `item` into `to` from an entry state of its own, or reuses the entry of an
     /// equal item built into `to` before (the states just built are then undone).
     fn shared_item(&mut self, item: &'e Expr, to: NfaState) -> Result<(NfaState, u64), NfaError> {
+        let item = self.resolve(item);
         let (states, edges, log) = (self.states, self.edges.len(), self.built_log.len());
         let entry = self.state()?;
         let hash = self.build(item, entry, to, true)?;
@@ -188,6 +196,7 @@ impl<'e> Builder<'_, 'e> {
         from: NfaState,
         to: NfaState,
     ) -> Result<u64, NfaError> {
+        let item = self.resolve(item);
         let (states, edges, log) = (self.states, self.edges.len(), self.built_log.len());
         let hash = self.expr(item, from, to)?;
         if self.states - states > 2 {
@@ -199,6 +208,15 @@ impl<'e> Builder<'_, 'e> {
             }
         }
         Ok(hash)
+    }
+
+    /// The body of a spliced rule for a reference to it, else `expr` itself.
+    #[inline]
+    fn resolve(&self, expr: &'e Expr) -> &'e Expr {
+        match expr {
+            Expr::Rule(r) => self.spliced.get(r.index()).copied().flatten().unwrap_or(expr),
+            _ => expr,
+        }
     }
 
     /// Forgets the states, edges and shared entries added since the given counts.
@@ -225,6 +243,7 @@ impl<'e> Builder<'_, 'e> {
         to: NfaState,
         fresh: bool,
     ) -> Result<u64, NfaError> {
+        let expr = self.resolve(expr);
         let hash = match expr {
             Expr::Empty => {
                 self.edge(from, Edge::Epsilon(to));
@@ -254,11 +273,25 @@ impl<'e> Builder<'_, 'e> {
                 self.expr(lowered, from, to)?
             }
             Expr::Seq(items) => {
+                // The items of spliced bodies among the others (a fused sequence holds
+                // no sequence: one met here is a spliced body).
+                let spliced: SmallVec<[&'e Expr; 16]>;
+                let items: &[&'e Expr] = {
+                    let mut all = SmallVec::new();
+                    for item in items {
+                        match self.resolve(item) {
+                            Expr::Seq(inner) => all.extend(inner.iter()),
+                            _ => all.push(item),
+                        }
+                    }
+                    spliced = all;
+                    &spliced
+                };
                 // From the last item back: each item's target is already final, so equal
                 // suffixes meet equal keys.
                 let mut hash = 4;
                 let mut target = to;
-                for (i, item) in items.iter().enumerate().rev() {
+                for (i, &item) in items.iter().enumerate().rev() {
                     let h = if i == 0 {
                         self.direct_item(item, from, target)?
                     } else {
@@ -340,7 +373,7 @@ mod tests {
     use super::*;
 
     fn build(e: &Expr) -> Nfa {
-        Nfa::build(e, &ClassTable::default(), 1_000, &mut |_| TokenSetId(0)).unwrap()
+        Nfa::build(e, &ClassTable::default(), &[], 1_000, &mut |_| TokenSetId(0)).unwrap()
     }
 
     /// Whether the NFA spells `text` (bytes and epsilons only).

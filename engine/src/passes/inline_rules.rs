@@ -13,6 +13,13 @@
 //! Callees are processed before callers (strongly connected components come out in that
 //! order), so an inlined body is already inlined itself.
 //!
+//! Spliced rules ([`is_spliced`]: small sequences such as JSON whitespace, referred to
+//! after every token of a schema) are inlined without copies: their references stay in
+//! the IR, counted against the budgets as copies, and automaton construction reads the
+//! body at each of them as the copy would have been read there (its items among the
+//! items of the sequence holding the reference). The IR then holds one body instead of
+//! one per use: less for the later passes to walk, and for a compiled grammar to keep.
+//!
 //! Two kinds of leaf rules stay calls ([`stays_call`]), and the mask cache classifies
 //! tokens through their calls as if they were inlined ([`crate::token_cache`]):
 //! - long counted runs: a rule whose whole body is one ASCII character repeated `m..=n`
@@ -38,6 +45,30 @@ pub const ALWAYS_INLINED_SIZE: usize = 16;
 
 /// The least maximum count of a counted run that stays a call (see the module docs).
 pub const COUNTED_RUN_MIN: u32 = 16;
+
+/// Whether references to rule `rule` are spliced ([module docs](self)): not the root, no
+/// lookahead, not a call that stays ([`stays_call`]), a sequence of at most
+/// [`ALWAYS_INLINED_SIZE`] nodes and at least two items whose first and last are neither
+/// byte strings nor empty (so that no item fuses across its edges: the copy's items would
+/// be exactly its own), calling only rules that stay calls (so it calls no spliced rule
+/// and lies on no cycle).
+pub fn is_spliced(rules: &[Rule], rule: usize, root: RuleId) -> bool {
+    let r = &rules[rule];
+    if rule == root.index() || r.lookahead.is_some() || stays_call(r) {
+        return false;
+    }
+    let Expr::Seq(items) = &r.body else { return false };
+    let edge = |e: &Expr| !matches!(e, Expr::Bytes(_) | Expr::Empty | Expr::Seq(_));
+    let mut calls_only_leaves = true;
+    r.body.for_each_rule_ref(&mut |callee: RuleId| {
+        calls_only_leaves &= rules.get(callee.index()).is_some_and(stays_call);
+    });
+    items.len() >= 2
+        && items.first().is_some_and(edge)
+        && items.last().is_some_and(edge)
+        && r.body.size() <= ALWAYS_INLINED_SIZE
+        && calls_only_leaves
+}
 
 /// Whether `rule` is a long counted run of one ASCII character, which stays a call.
 pub fn is_counted_run(rule: &Rule) -> bool {
@@ -107,6 +138,8 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let (sccs, graph, mut refs) = strongly_connected(&grammar);
     let recursive = on_cycles(&sccs, &graph);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.size()).collect();
+    let spliced: Vec<bool> =
+        (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
     // The whole grammar may grow to `inline_max_total` nodes (or stays as large as it
     // is): copies of rules called from many places must not multiply its size.
     let total: usize = sizes.iter().sum();
@@ -127,6 +160,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
             let mut ctx = Context {
                 rules: &mut grammar.rules,
                 recursive: &recursive,
+                spliced: &spliced,
                 refs: &refs,
                 inlined: 0,
                 over: 0,
@@ -151,6 +185,8 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
 struct Context<'a> {
     rules: &'a mut [Rule],
     recursive: &'a [bool],
+    /// Per rule: whether it is spliced ([`is_spliced`]).
+    spliced: &'a [bool],
     /// References to each rule in the grammar (the root counted once more).
     refs: &'a [usize],
     /// References replaced by a body so far.
@@ -187,6 +223,10 @@ fn substitute(
                     ctx.over += size;
                 }
                 ctx.inlined += 1;
+                if ctx.spliced[i] {
+                    // The reference stays: automata read the body in its place.
+                    return false;
+                }
                 *expr = if ctx.refs[i] == 1 {
                     std::mem::replace(&mut callee.body, Expr::Empty)
                 } else {
@@ -291,6 +331,7 @@ mod tests {
         let mut b = GrammarBuilder::new();
         let root = b.declare("root");
         let ws = b.declare("ws");
+        let comma = b.declare("comma");
         let big = b.declare("big");
         b.define(
             ws,
@@ -299,17 +340,25 @@ mod tests {
                 Expr::repeat(Expr::class(false, vec![(' ', ' ')]), 0, Some(3)),
             ]),
         );
+        // Starts with a byte string: copied, not spliced.
+        b.define(comma, Expr::seq(vec![Expr::literal(","), Expr::optional(Expr::literal(" "))]));
         let words: Vec<Expr> = (0..40).map(|i| Expr::literal(&format!("w{i}"))).collect();
         b.define(big, Expr::choice(words));
-        let item = Expr::seq(vec![Expr::Rule(big), Expr::Rule(ws), Expr::literal(",")]);
+        let item = Expr::seq(vec![Expr::Rule(big), Expr::Rule(ws), Expr::Rule(comma)]);
         b.define(root, Expr::seq(vec![item.clone(), item]));
         let grammar = b.finish(root).unwrap();
         assert!(grammar.rules[ws.index()].body.size() <= ALWAYS_INLINED_SIZE);
+        assert!(grammar.rules[comma.index()].body.size() <= ALWAYS_INLINED_SIZE);
         assert!(grammar.rules[big.index()].body.size() > ALWAYS_INLINED_SIZE);
+        assert!(is_spliced(&grammar.rules, ws.index(), root));
+        assert!(!is_spliced(&grammar.rules, comma.index(), root));
+        assert!(!is_spliced(&grammar.rules, big.index(), root));
         let no_room = PassConfig { inline_max_total: 0, ..PassConfig::default() };
         let g = inline_rules(grammar, &no_room);
+        // `big` stays a call, `ws` stays a reference that automata splice, `comma` is
+        // copied past the room.
         let mut refs = Vec::new();
         g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
-        assert_eq!(refs, vec![big; 2]);
+        assert_eq!(refs, vec![big, ws, big, ws]);
     }
 }

@@ -5,9 +5,10 @@
 //! body instead. Each copy then costs a call edge and a state, so automaton size grows
 //! linearly in the bound with a small constant, and the body's own automaton exists once.
 //! Sizes count a character class as its UTF-8 byte automaton ([`class_to_bytes`], once
-//! per distinct class), so they stay close to automaton sizes.
+//! per distinct class), and a reference to a spliced rule ([`is_spliced`]) as the body
+//! read in its place, so they stay close to automaton sizes.
 
-use super::{class_to_bytes, ByClass};
+use super::{class_to_bytes, is_spliced, ByClass};
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
 
 /// Bodies at most this large (IR nodes) are always copied: a character of a JSON string
@@ -24,14 +25,33 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
     let first_new = grammar.rules.len();
     // The lowered size of each distinct class, by class.
     let mut sizes: ByClass<usize> = ByClass::default();
+    // The lowered size of each spliced rule's body (small: nothing in it is outlined).
+    let spliced: Vec<Option<usize>> = (0..grammar.rules.len())
+        .map(|r| {
+            is_spliced(&grammar.rules, r, grammar.root).then(|| {
+                let mut body = grammar.rules[r].body.clone();
+                let mut none = Vec::new();
+                let ctx = Outlining { owner: "", first_new, spliced: &[] };
+                outline(&mut body, true, &ctx, &mut none, &mut sizes)
+            })
+        })
+        .collect();
     for r in 0..grammar.rules.len() {
         let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
-        let owner = &grammar.rules[r].name;
-        outline(&mut body, false, owner, first_new, &mut new_rules, &mut sizes);
+        let ctx = Outlining { owner: &grammar.rules[r].name, first_new, spliced: &spliced };
+        outline(&mut body, false, &ctx, &mut new_rules, &mut sizes);
         grammar.rules[r].body = body;
     }
     grammar.rules.extend(new_rules);
     grammar
+}
+
+/// What [`outline`] reads: the rule outlined in, the id of the first new rule, and the
+/// lowered size of each spliced rule's body.
+struct Outlining<'a> {
+    owner: &'a str,
+    first_new: usize,
+    spliced: &'a [Option<usize>],
 }
 
 /// Outlines inside `expr`; returns its size afterwards ([`Expr::size`] with classes
@@ -40,17 +60,38 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
 fn outline(
     expr: &mut Expr,
     measure: bool,
-    owner: &str,
-    first_new: usize,
+    ctx: &Outlining<'_>,
     new_rules: &mut Vec<Rule>,
     sizes: &mut ByClass<usize>,
 ) -> usize {
+    let (owner, first_new) = (ctx.owner, ctx.first_new);
     match expr {
-        Expr::Seq(items) | Expr::Choice(items) => {
+        Expr::Seq(items) => {
             let inner = items
                 .iter_mut()
-                .map(|e| outline(e, measure, owner, first_new, new_rules, sizes))
+                .map(|e| {
+                    let size = outline(e, measure, ctx, new_rules, sizes);
+                    // A spliced body's items are items of this sequence: its own node is
+                    // not there.
+                    match e {
+                        Expr::Rule(r)
+                            if ctx.spliced.get(r.index()).is_some_and(Option::is_some) =>
+                        {
+                            size.saturating_sub(1)
+                        }
+                        _ => size,
+                    }
+                })
                 .sum::<usize>();
+            if measure {
+                1 + inner
+            } else {
+                0
+            }
+        }
+        Expr::Choice(items) => {
+            let inner =
+                items.iter_mut().map(|e| outline(e, measure, ctx, new_rules, sizes)).sum::<usize>();
             if measure {
                 1 + inner
             } else {
@@ -59,7 +100,7 @@ fn outline(
         }
         Expr::Repeat { expr: body, min, max } => {
             let copies = max.unwrap_or(min.saturating_add(1)).max(*min) as usize;
-            let size = outline(body, measure || copies > 1, owner, first_new, new_rules, sizes);
+            let size = outline(body, measure || copies > 1, ctx, new_rules, sizes);
             if copies > 1
                 && size > MAX_COPIED_BODY
                 && size.saturating_mul(copies) > MAX_EXPANSION
@@ -77,6 +118,7 @@ fn outline(
             }
             1 + size
         }
+        Expr::Rule(r) if measure => ctx.spliced.get(r.index()).copied().flatten().unwrap_or(1),
         Expr::Class(_) if !measure => 0,
         Expr::Class(class) => match sizes.get(class) {
             Some(&size) => size,

@@ -1,8 +1,7 @@
 //! Dead-rule removal.
 //!
-//! Invariant established: every rule is reachable from the root, and the root is rule 0;
-//! when rules were removed (or the root was not first), the ids are renumbered densely in
-//! order of first reach.
+//! Invariant established: every rule is reachable from the root; rule ids are renumbered
+//! densely in order of first reach, the root first.
 
 use grammask_syntax::ir::{Grammar, RuleId};
 
@@ -28,8 +27,7 @@ pub fn remove_dead_rules(grammar: Grammar) -> Grammar {
         }
         i += 1;
     }
-    // Nothing dead and the root first: the ids stay.
-    if order.len() == n && grammar.root.index() == 0 {
+    if order.len() == n && order.iter().enumerate().all(|(i, r)| r.index() == i) {
         return grammar;
     }
     let mut rules: Vec<_> = grammar.rules.into_iter().map(Some).collect();
