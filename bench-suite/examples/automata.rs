@@ -1,0 +1,70 @@
+//! What the compiler builds for every Nth MaskBench schema: the number compiled and
+//! refused, the automaton states (without the automata of spliced rules, which no state
+//! calls: [`grammask::engine::passes::is_spliced`]), the IR nodes after the passes, and a
+//! hash of every first mask and error message. Two builds that print the same states and
+//! hash build the same automata and masks: the check for a change meant to make
+//! compilation cheaper without changing what it builds.
+//!
+//! `cargo run --release -p grammask-bench --example automata -- DIR EVERY TOKENIZER_JSON`
+//! (`PER_FILE=1`: each schema's states too).
+use grammask::engine::passes::is_spliced;
+use grammask::syntax::ir::RuleId;
+use grammask::syntax::json_schema::JsonSchemaOptions;
+use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [dir, every, tokenizer] = args.as_slice() else {
+        return Err("usage: automata DIR EVERY TOKENIZER_JSON".into());
+    };
+    let every: usize = every.parse().map_err(|e| format!("EVERY: {e}"))?;
+    let vocab = Arc::new(
+        Vocabulary::from_tokenizer_json(tokenizer).map_err(|e| format!("{tokenizer}: {e}"))?,
+    );
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{dir}: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let per_file = std::env::var_os("PER_FILE").is_some_and(|v| v == "1");
+    let options = JsonSchemaOptions::default();
+    let (mut compiled, mut refused, mut states, mut nodes) = (0usize, 0usize, 0usize, 0usize);
+    let mut hash = std::collections::hash_map::DefaultHasher::new();
+    for f in files.iter().step_by(every.max(1)) {
+        let Ok(bytes) = std::fs::read(f) else { continue };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+        match Compiler::from_arc(vocab.clone()).compile_json_schema_value(&v["schema"], &options)
+        {
+            Ok(c) => {
+                let g = c.grammar();
+                let own: usize = (0..g.rules.len())
+                    .filter(|&r| !is_spliced(&g.rules, r, g.root))
+                    .map(|r| c.automaton(RuleId::new(r)).len())
+                    .sum();
+                if per_file {
+                    println!("{} {own}", f.display());
+                }
+                states += own;
+                nodes += g.size();
+                compiled += 1;
+                let matcher = Matcher::new(c);
+                let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
+                matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
+                mask.hash(&mut hash);
+            }
+            Err(e) => {
+                refused += 1;
+                e.to_string().hash(&mut hash);
+            }
+        }
+    }
+    println!(
+        "{compiled} compiled, {refused} refused, {states} automaton states, {nodes} IR nodes, \
+         masks and errors hash {:016x}",
+        hash.finish()
+    );
+    Ok(())
+}
