@@ -1,6 +1,6 @@
-//! Criterion benches: compile and warm per-step masks of llama.cpp's json.gbnf over a
-//! real document tokenized by o200k (and Llama-3 when `GRAMMASK_TOKENIZERS` points at
-//! the fetched tokenizer.json files).
+//! Criterion benches: compile, serialize and load back, and warm per-step masks of
+//! llama.cpp's json.gbnf over a real document tokenized by o200k (and Llama-3 when
+//! `GRAMMASK_TOKENIZERS` points at the fetched tokenizer.json files).
 //!
 //! `cargo bench -p grammask-bench --bench mask`
 
@@ -31,6 +31,13 @@ fn mask(c: &mut Criterion) {
             b.iter(|| compiler.compile_gbnf(GRAMMAR).expect("compiles"))
         });
         let compiled = compiler.compile_gbnf(GRAMMAR).expect("compiles");
+        c.bench_function(&format!("serialize json.gbnf ({name})"), |b| {
+            b.iter(|| compiled.serialize())
+        });
+        let bytes = compiled.serialize();
+        c.bench_function(&format!("deserialize json.gbnf ({name})"), |b| {
+            b.iter(|| compiler.deserialize(&bytes).expect("loads"))
+        });
         compiled.precompute_mask_cache().expect("the mask cache fits");
         let mut bitmask = vec![0u32; bitmask_len(vocab.vocab_size())];
         // One iteration walks the whole document: the time per step is this / tokens.

@@ -36,8 +36,7 @@ fn main() -> Result<(), String> {
     for f in files.iter().step_by(every.max(1)) {
         let Ok(bytes) = std::fs::read(f) else { continue };
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
-        match Compiler::from_arc(vocab.clone()).compile_json_schema_value(&v["schema"], &options)
-        {
+        match Compiler::from_arc(vocab.clone()).compile_json_schema_value(&v["schema"], &options) {
             Ok(c) => {
                 let g = c.grammar();
                 let own: usize = (0..g.rules.len())

@@ -1,4 +1,4 @@
-//! The compiled-grammar cache: the same grammar (by content) compiled with the same
+//! The compiled-grammar cache: the same grammar (by its source) compiled with the same
 //! settings is compiled once and shared.
 //!
 //! Keys are the grammar's source (GBNF, EBNF or regex text; a JSON Schema's text or its

@@ -6,7 +6,7 @@
 //!   all finish; minimized on request).
 //! - [`compiler`]: [`Compiler`], [`CompiledGrammar`] (serializable) and the [`Limits`].
 //! - [`deadline`]: the compile time budget, checked cooperatively.
-//! - `cache`: [`GrammarCache`], compiled grammars by content, memory-bounded.
+//! - `cache`: [`GrammarCache`], compiled grammars by source and settings, memory-bounded.
 //! - [`matcher`]: [`Matcher`], the pushdown matcher with persistent stacks.
 //! - `mask`: the token walk behind [`Matcher::fill_next_token_bitmask`].
 //!
