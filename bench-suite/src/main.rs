@@ -80,6 +80,11 @@ enum Command {
         /// like the built-in JSON).
         #[arg(long)]
         trim_end: bool,
+        /// Tokenize the document by longest match over the vocabulary's token bytes, as
+        /// `../shared/peers`' scripts do, instead of by the vocabulary's tokenizer (the
+        /// same token ids as theirs).
+        #[arg(long)]
+        greedy: bool,
     },
     /// Counts over a MaskBench directory: compiled, refused, right and wrong answers.
     Maskbench {
@@ -208,6 +213,7 @@ fn main() {
             json,
             export_steps,
             trim_end,
+            greedy,
         } => {
             let source = match (grammar, builtin) {
                 (_, Some(b)) if b == "json" => {
@@ -220,7 +226,8 @@ fn main() {
             let result = source.and_then(|(name, source)| {
                 let list = engine_list(&engines);
                 let export = export_steps;
-                steps(&name, &source, &list, &vocab, &text, runs.max(1), json, export, trim_end)
+                let options = StepsOptions { runs: runs.max(1), json, export, trim_end, greedy };
+                steps(&name, &source, &list, &vocab, &text, options)
             });
             match result {
                 Ok(()) => 0,
@@ -318,25 +325,35 @@ fn grammar_source(path: &str) -> Result<Source, String> {
     Ok(Source::Grammar { text, format })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How `steps` walks the document.
+struct StepsOptions {
+    runs: usize,
+    json: bool,
+    export: Option<PathBuf>,
+    trim_end: bool,
+    greedy: bool,
+}
+
 fn steps(
     grammar: &str,
     source: &Source,
     engine_names: &[String],
     vocab_spec: &str,
     text: &str,
-    runs: usize,
-    json: bool,
-    export_steps: Option<PathBuf>,
-    trim_end: bool,
+    options: StepsOptions,
 ) -> Result<(), String> {
+    let StepsOptions { runs, json, export: export_steps, trim_end, greedy } = options;
     let mut document = std::fs::read_to_string(text).map_err(|e| format!("{text}: {e}"))?;
     if trim_end {
         document.truncate(document.trim_end().len());
     }
     let vocab = Arc::new(Vocabulary::load(vocab_spec).map_err(|e| e.to_string())?);
     let eos = eos_of(&vocab)?;
-    let tokens = TextTokenizer::load(vocab_spec)?.encode(&document)?;
+    let tokens = if greedy {
+        grammask_bench::tokenize::greedy_encode(&vocab, &document)?
+    } else {
+        TextTokenizer::load(vocab_spec)?.encode(&document)?
+    };
     if let Some(path) = export_steps {
         let mut line = serde_json::json!({"file": grammar, "instances": [tokens]});
         match source {

@@ -69,3 +69,53 @@ pub fn valid_instances(
     }
     Ok((schema, instances))
 }
+
+/// The ids of `text` by longest match over the token bytes of `vocab` (text tokens only,
+/// the smallest id among equal bytes), from the left: the tokenization of
+/// `../shared/peers`' harness, so that grammask walks the very token ids the peers'
+/// scripts walk. Any sequence of tokens spelling the document serves to time masks.
+pub fn greedy_encode(vocab: &grammask::Vocabulary, text: &str) -> Result<Vec<u32>, String> {
+    use grammask::TokenKind;
+    let mut by_bytes: std::collections::HashMap<&[u8], u32> = std::collections::HashMap::new();
+    let mut longest = 0;
+    for id in 0..vocab.id_bound() as u32 {
+        if vocab.kind(id) == Some(TokenKind::Special) {
+            continue;
+        }
+        if let Some(bytes) = vocab.token_bytes(id).filter(|b| !b.is_empty()) {
+            by_bytes.entry(bytes).or_insert(id);
+            longest = longest.max(bytes.len());
+        }
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let id = (1..=longest.min(bytes.len() - at))
+            .rev()
+            .find_map(|n| by_bytes.get(&bytes[at..at + n]).map(|&id| (id, n)));
+        let Some((id, n)) = id else {
+            return Err(format!("no token spells the byte at {at}"));
+        };
+        out.push(id);
+        at += n;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod greedy_tests {
+    use super::greedy_encode;
+    use grammask::Vocabulary;
+
+    #[test]
+    fn longest_match_from_the_left_and_never_special_tokens() {
+        let tokens = ["a", "ab", "abc", "b", "c", "abcab"].map(|t| t.as_bytes().to_vec());
+        let mut all = tokens.to_vec();
+        all.push(b"abcabc".to_vec()); // special: never matched as text
+        let v = Vocabulary::from_byte_tokens(all, &[6], &[6], None).unwrap();
+        assert_eq!(greedy_encode(&v, "abcabc").unwrap(), vec![5, 4]);
+        assert_eq!(greedy_encode(&v, "bca").unwrap(), vec![3, 4, 0]);
+        assert!(greedy_encode(&v, "abd").is_err());
+    }
+}
