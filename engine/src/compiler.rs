@@ -197,10 +197,14 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let options_key = format!("{options:?}");
-        self.cached(&[b"json-schema-text", options_key.as_bytes(), schema.as_bytes()], || {
+        let compile = || {
             self.compile_converted(&|| grammask_syntax::parse_json_schema(schema, options), start)
-        })
+        };
+        if self.cache.is_none() {
+            return compile();
+        }
+        let options_key = format!("{options:?}");
+        self.cached(&[b"json-schema-text", options_key.as_bytes(), schema.as_bytes()], compile)
     }
 
     /// Compiles a JSON Schema (a parsed JSON value) with the given conversion options.

@@ -59,15 +59,35 @@ pub fn is_spliced(rules: &[Rule], rule: usize, root: RuleId) -> bool {
     }
     let Expr::Seq(items) = &r.body else { return false };
     let edge = |e: &Expr| !matches!(e, Expr::Bytes(_) | Expr::Empty | Expr::Seq(_));
+    if items.len() < 2
+        || !items.first().is_some_and(edge)
+        || !items.last().is_some_and(edge)
+        || !at_most(&r.body, ALWAYS_INLINED_SIZE)
+    {
+        return false;
+    }
     let mut calls_only_leaves = true;
     r.body.for_each_rule_ref(&mut |callee: RuleId| {
         calls_only_leaves &= rules.get(callee.index()).is_some_and(stays_call);
     });
-    items.len() >= 2
-        && items.first().is_some_and(edge)
-        && items.last().is_some_and(edge)
-        && r.body.size() <= ALWAYS_INLINED_SIZE
-        && calls_only_leaves
+    calls_only_leaves
+}
+
+/// Whether `expr` has at most `limit` nodes ([`Expr::size`]), walking no further than
+/// that (a large rule is not walked whole).
+fn at_most(expr: &Expr, limit: usize) -> bool {
+    fn count(e: &Expr, left: &mut usize) -> bool {
+        if *left == 0 {
+            return false;
+        }
+        *left -= 1;
+        match e {
+            Expr::Seq(items) | Expr::Choice(items) => items.iter().all(|i| count(i, left)),
+            Expr::Repeat { expr, .. } => count(expr, left),
+            _ => true,
+        }
+    }
+    count(expr, &mut { limit })
 }
 
 /// Whether `rule` is a long counted run of one ASCII character, which stays a call.
@@ -322,6 +342,18 @@ mod tests {
         g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
         // Two calls of `esc` of its own, two inside the inlined copies of `calls`.
         assert_eq!(refs, vec![esc; 4]);
+    }
+
+    /// The bounded count stops where [`Expr::size`] would pass the limit, and agrees with it.
+    #[test]
+    fn at_most_counts_like_size() {
+        for n in 0..20 {
+            let e =
+                Expr::Seq((0..n).map(|i| Expr::optional(Expr::literal(&i.to_string()))).collect());
+            for limit in 0..45 {
+                assert_eq!(at_most(&e, limit), e.size() <= limit, "{n} items, limit {limit}");
+            }
+        }
     }
 
     /// Where the grammar's room is spent, small bodies (JSON whitespace) are inlined all
