@@ -11,7 +11,9 @@ use grammask::engine::passes::is_spliced;
 use grammask::syntax::ir::RuleId;
 use grammask::syntax::json_schema::JsonSchemaOptions;
 use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
+use grammask_bench::maskbench::sampled_schemas;
 use std::hash::{Hash, Hasher};
+use std::path::Path;
 use std::sync::Arc;
 
 fn main() -> Result<(), String> {
@@ -23,20 +25,12 @@ fn main() -> Result<(), String> {
     let vocab = Arc::new(
         Vocabulary::from_tokenizer_json(tokenizer).map_err(|e| format!("{tokenizer}: {e}"))?,
     );
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{dir}: {e}"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
     let per_file = std::env::var_os("PER_FILE").is_some_and(|v| v == "1");
     let options = JsonSchemaOptions::default();
     let (mut compiled, mut refused, mut states, mut nodes) = (0usize, 0usize, 0usize, 0usize);
     let mut hash = std::collections::hash_map::DefaultHasher::new();
-    for f in files.iter().step_by(every.max(1)) {
-        let Ok(bytes) = std::fs::read(f) else { continue };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
-        match Compiler::from_arc(vocab.clone()).compile_json_schema_value(&v["schema"], &options) {
+    for (f, schema) in sampled_schemas(Path::new(dir), every)? {
+        match Compiler::from_arc(vocab.clone()).compile_json_schema_value(&schema, &options) {
             Ok(c) => {
                 let g = c.grammar();
                 let own: usize = (0..g.rules.len())

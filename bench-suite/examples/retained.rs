@@ -12,7 +12,9 @@
 use grammask::engine::GrammarCache;
 use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
+use grammask_bench::maskbench::sampled_schemas;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -60,21 +62,13 @@ fn main() -> Result<(), String> {
     let vocab = Arc::new(
         Vocabulary::from_tokenizer_json(tokenizer).map_err(|e| format!("{tokenizer}: {e}"))?,
     );
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{dir}: {e}"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
     let options = JsonSchemaOptions::default();
     let with_cache = std::env::var_os("NOCACHE").is_none();
     let cache = Arc::new(GrammarCache::new(1 << 30));
     let mut kept = Vec::new();
     let (mut held, mut peaks, mut counted) = (Vec::new(), Vec::new(), Vec::new());
-    for f in files.iter().step_by(every.max(1)) {
-        let Ok(bytes) = std::fs::read(f) else { continue };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
-        let schema = &v["schema"];
+    for (_, schema) in sampled_schemas(Path::new(dir), every)? {
+        let schema = &schema;
         if json_schema_to_grammar(schema, &options).is_err() {
             continue;
         }

@@ -16,6 +16,8 @@
 //! slowest (with their automaton state counts).
 use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use grammask::{bitmask_len, Compiler, Matcher, Vocabulary};
+use grammask_bench::maskbench::sampled_schemas;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,22 +31,14 @@ fn main() -> Result<(), String> {
     let vocab = Arc::new(
         Vocabulary::from_tokenizer_json(tokenizer).map_err(|e| format!("{tokenizer}: {e}"))?,
     );
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{dir}: {e}"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
     let mut schemas = Vec::new();
     let mut convert_ms = Vec::new();
     let options = JsonSchemaOptions::default();
-    for f in files.iter().step_by(every.max(1)) {
-        let Ok(bytes) = std::fs::read(f) else { continue };
-        let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+    for (f, schema) in sampled_schemas(Path::new(dir), every)? {
         let t = Instant::now();
-        if json_schema_to_grammar(&v["schema"], &options).is_ok() {
+        if json_schema_to_grammar(&schema, &options).is_ok() {
             convert_ms.push(t.elapsed().as_secs_f64() * 1e3);
-            schemas.push((f.clone(), v["schema"].take()));
+            schemas.push((f, schema));
         }
     }
     convert_ms.sort_by(f64::total_cmp);

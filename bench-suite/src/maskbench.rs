@@ -100,6 +100,23 @@ pub fn list_files(dir: &Path, filter: Option<&str>) -> std::io::Result<Vec<PathB
     Ok(files)
 }
 
+/// Every `every`-th file of [`list_files`] with its schema (the file's `schema` member),
+/// leaving out files that cannot be read or parsed: the sample the in-process examples
+/// walk.
+pub fn sampled_schemas(dir: &Path, every: usize) -> Result<Vec<(PathBuf, Value)>, String> {
+    let files = list_files(dir, None).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(files
+        .into_iter()
+        .step_by(every.max(1))
+        .filter_map(|f| {
+            let bytes = std::fs::read(&f).ok()?;
+            let mut v: Value = serde_json::from_slice(&bytes).ok()?;
+            let schema = v.get_mut("schema")?.take();
+            Some((f, schema))
+        })
+        .collect())
+}
+
 /// JSON Schema keywords a refusal can be about (used to read the keyword off a pointer).
 const KEYWORDS: &[&str] = &[
     "$ref",
