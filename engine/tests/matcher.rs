@@ -60,6 +60,18 @@ fn cached_and_plain(
 }
 
 /// The grammar of a JSON Schema (default options).
+/// [`cached_and_plain`], and `grammar` compiled with every rule kept a call (nothing
+/// inlined).
+fn cached_plain_and_called(
+    v: &Vocabulary,
+    grammar: &Grammar,
+) -> [Arc<grammask_engine::CompiledGrammar>; 3] {
+    let [cached, plain] = cached_and_plain(v, grammar);
+    let mut config = grammask_engine::CompilerConfig::default();
+    config.passes.inline_max_rule_size = 0;
+    [cached, plain, Compiler::new(v).with_config(config).compile_grammar(grammar).unwrap()]
+}
+
 fn schema_grammar(schema: &str) -> Grammar {
     let schema: serde_json::Value = serde_json::from_str(schema).unwrap();
     let options = grammask_syntax::JsonSchemaOptions::default();
@@ -405,21 +417,15 @@ fn tokens_through_whitespace_runs_give_the_same_masks() {
     ]
     .iter()
     .map(|t| t.as_bytes().to_vec())
-    .chain(std::iter::once(b"</s>".to_vec()))
     .collect();
-    let eos = (tokens.len() - 1) as u32;
-    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let v = with_stop_token(tokens);
     let schema = serde_json::json!({"type": "object", "properties": {
         "a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "boolean"}}},
         "required": ["a"]});
     let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
-    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
-    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
-    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
-    let mut config = grammask_engine::CompilerConfig::default();
-    config.passes.inline_max_rule_size = 0;
-    let called = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
-    masked_walks_agree(&[cached.clone(), plain, called], 0x5851_F42D_4C95_7F2D, 80, 40, || {});
+    let grammars = cached_plain_and_called(&v, &grammar);
+    let cached = grammars[0].clone();
+    masked_walks_agree(&grammars, 0x5851_F42D_4C95_7F2D, 80, 40, || {});
     // The run is still bounded: 32 blanks after the line break, not 33.
     for (blanks, ok) in [(31, true), (32, true), (33, false)] {
         let mut m = Matcher::new(cached.clone());
@@ -444,20 +450,14 @@ fn values_of_any_type_at_the_root_give_the_same_masks() {
     ]
     .iter()
     .map(|t| t.as_bytes().to_vec())
-    .chain(std::iter::once(b"</s>".to_vec()))
     .collect();
-    let eos = (tokens.len() - 1) as u32;
-    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let v = with_stop_token(tokens);
     let schema = serde_json::json!({"type": "object", "properties": {
         "a": {}, "b": {"type": "array", "items": {}}, "c": {"type": "string"}}});
     let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
-    let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
-    let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
-    let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
-    let mut config = grammask_engine::CompilerConfig::default();
-    config.passes.inline_max_rule_size = 0;
-    let called = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
-    masked_walks_agree(&[cached.clone(), plain, called], 0x9E6C_63D0_676A_9A99, 120, 40, || {});
+    let grammars = cached_plain_and_called(&v, &grammar);
+    let cached = grammars[0].clone();
+    masked_walks_agree(&grammars, 0x9E6C_63D0_676A_9A99, 120, 40, || {});
     let mut m = Matcher::new(cached);
     m.accept_string("{\"a\": [1, {\"x\": [true, null]}], \"b\": [[], {}], \"c\": \"x\"}").unwrap();
     assert!(m.can_terminate());
