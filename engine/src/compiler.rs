@@ -173,21 +173,27 @@ impl Compiler {
     /// Compiles GBNF text (llama.cpp's dialect) whose root rule is `root`.
     pub fn compile_gbnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        self.cached(&[b"gbnf", text.as_bytes()], || {
-            let parse = || grammask_syntax::parse_gbnf(text).map(|p| p.grammar);
-            let grammar = parse().map_err(CompileError::Grammar)?;
-            self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
-        })
+        self.cached(
+            || [b"gbnf".into(), text.as_bytes().into()],
+            || {
+                let parse = || grammask_syntax::parse_gbnf(text).map(|p| p.grammar);
+                let grammar = parse().map_err(CompileError::Grammar)?;
+                self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
+            },
+        )
     }
 
     /// Compiles EBNF text (XGrammar's dialect) whose root rule is `root`.
     pub fn compile_ebnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        self.cached(&[b"ebnf", text.as_bytes()], || {
-            let parse = || grammask_syntax::parse_ebnf(text).map(|p| p.grammar);
-            let grammar = parse().map_err(CompileError::Grammar)?;
-            self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
-        })
+        self.cached(
+            || [b"ebnf".into(), text.as_bytes().into()],
+            || {
+                let parse = || grammask_syntax::parse_ebnf(text).map(|p| p.grammar);
+                let grammar = parse().map_err(CompileError::Grammar)?;
+                self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
+            },
+        )
     }
 
     /// Compiles a JSON Schema (its text) with the given conversion options.
@@ -197,14 +203,13 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let compile = || {
-            self.compile_converted(&|| grammask_syntax::parse_json_schema(schema, options), start)
+        let key = || {
+            let options = format!("{options:?}").into_bytes();
+            [b"json-schema-text".into(), options.into(), schema.as_bytes().into()]
         };
-        if self.cache.is_none() {
-            return compile();
-        }
-        let options_key = format!("{options:?}");
-        self.cached(&[b"json-schema-text", options_key.as_bytes(), schema.as_bytes()], compile)
+        self.cached(key, || {
+            self.compile_converted(&|| grammask_syntax::parse_json_schema(schema, options), start)
+        })
     }
 
     /// Compiles a JSON Schema (a parsed JSON value) with the given conversion options.
@@ -214,18 +219,17 @@ impl Compiler {
         options: &grammask_syntax::JsonSchemaOptions,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        let compile = || {
+        let key = || {
+            let options = format!("{options:?}").into_bytes();
+            let schema = serde_json::to_vec(schema).unwrap_or_default();
+            [b"json-schema".into(), options.into(), schema.into()]
+        };
+        self.cached(key, || {
             self.compile_converted(
                 &|| grammask_syntax::json_schema_to_grammar(schema, options),
                 start,
             )
-        };
-        if self.cache.is_none() {
-            return compile();
-        }
-        let options_key = format!("{options:?}");
-        let schema_key = serde_json::to_vec(schema).unwrap_or_default();
-        self.cached(&[b"json-schema", options_key.as_bytes(), &schema_key], compile)
+        })
     }
 
     /// Compiles the grammar `convert` makes of a schema (again for a retry), without the
@@ -244,10 +248,13 @@ impl Compiler {
     /// Compiles a regular expression that must match the whole text.
     pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
-        self.cached(&[b"regex", pattern.as_bytes()], || {
-            let parse = || grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar);
-            self.compile_made(parse()?, &parse, false, start)
-        })
+        self.cached(
+            || [b"regex".into(), pattern.as_bytes().into()],
+            || {
+                let parse = || grammask_syntax::parse_regex(pattern).map_err(CompileError::Grammar);
+                self.compile_made(parse()?, &parse, false, start)
+            },
+        )
     }
 
     /// Compiles a grammar given as IR.
@@ -262,24 +269,24 @@ impl Compiler {
         grammar: &Grammar,
         start: Instant,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        let compile = || self.compile_made(grammar.clone(), &|| Ok(grammar.clone()), false, start);
-        if self.cache.is_none() {
-            return compile();
-        }
-        self.cached(&[b"ir", &crate::serialize::grammar_bytes(grammar)], compile)
+        self.cached(
+            || [b"ir".into(), crate::serialize::grammar_bytes(grammar).into()],
+            || self.compile_made(grammar.clone(), &|| Ok(grammar.clone()), false, start),
+        )
     }
 
     /// `compile()`'s grammar, from the grammar cache when there is one: looked up by its
-    /// source (`parts`: the kind of source, then what makes it, each part length-prefixed
-    /// in the key) and the settings.
-    fn cached(
+    /// source (`parts()`, made only then: the kind of source, then what makes it, each
+    /// part length-prefixed in the key) and the settings.
+    fn cached<'k, const N: usize>(
         &self,
-        parts: &[&[u8]],
+        parts: impl FnOnce() -> [std::borrow::Cow<'k, [u8]>; N],
         compile: impl FnOnce() -> Result<Arc<CompiledGrammar>, CompileError>,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let Some(cache) = &self.cache else { return compile() };
+        let parts = parts();
         let mut key = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
-        for part in parts {
+        for part in &parts {
             key.extend_from_slice(&(part.len() as u64).to_le_bytes());
             key.extend_from_slice(part);
         }
