@@ -33,6 +33,8 @@ pub struct Matcher {
     grammar: Arc<CompiledGrammar>,
     current: Snapshot,
     history: im::Vector<Snapshot>,
+    /// Steps kept for [`Matcher::rollback`]; older ones are dropped.
+    max_rollback: usize,
 }
 
 /// The closure of a set of stacks: the stacks that read input, and whether the root can
@@ -46,9 +48,22 @@ pub(crate) struct Closure {
 impl Matcher {
     /// A matcher at the start of the grammar.
     pub fn new(grammar: Arc<CompiledGrammar>) -> Matcher {
+        let max_rollback = grammar.limits.max_rollback;
+        Matcher::with_max_rollback(grammar, max_rollback)
+    }
+
+    /// A matcher at the start of the grammar that keeps `max_rollback` steps for
+    /// [`Matcher::rollback`] instead of the grammar's `max_rollback` limit (a runtime
+    /// that rolls back only rejected draft tokens keeps a few).
+    pub fn with_max_rollback(grammar: Arc<CompiledGrammar>, max_rollback: usize) -> Matcher {
         let current =
             Snapshot { stacks: Arc::from(vec![grammar.initial.clone()]), terminated: false };
-        Matcher { grammar, current, history: im::Vector::new() }
+        Matcher { grammar, current, history: im::Vector::new(), max_rollback }
+    }
+
+    /// Steps kept for [`Matcher::rollback`].
+    pub fn max_rollback(&self) -> usize {
+        self.max_rollback
     }
 
     /// The compiled grammar.
@@ -178,7 +193,7 @@ impl Matcher {
 
     /// Returns to the start of the grammar, forgetting the history.
     pub fn reset(&mut self) {
-        *self = Matcher::new(self.grammar.clone());
+        *self = Matcher::with_max_rollback(self.grammar.clone(), self.max_rollback);
     }
 
     /// Number of steps [`Matcher::rollback`] can undo.
@@ -198,6 +213,7 @@ impl Matcher {
             grammar: self.grammar.clone(),
             current: self.current.clone(),
             history: im::Vector::new(),
+            max_rollback: 0,
         };
         for (i, &id) in tokens.iter().enumerate() {
             match probe.step_token(id) {
@@ -268,7 +284,7 @@ impl Matcher {
     fn push(&mut self, next: Snapshot) {
         let previous = std::mem::replace(&mut self.current, next);
         self.history.push_back(previous);
-        if self.history.len() > self.grammar.limits.max_rollback {
+        if self.history.len() > self.max_rollback {
             self.history.pop_front();
         }
     }

@@ -140,6 +140,27 @@ impl Vocabulary {
 
     /// Builds a vocabulary from tokens in any order; every loader ends here. Errors on
     /// duplicate ids, ids at or above [`MAX_VOCAB_SIZE`] and bad sizes or stop ids.
+    /// A vocabulary from `(id, bytes, kind)` entries in any order (ids without an entry
+    /// have no token), as a loader makes it: the inverse of [`Vocabulary::iter`], so a
+    /// vocabulary rebuilt from its entries, stop tokens and `vocab_size` has the same
+    /// [`Vocabulary::fingerprint`]. `origin` names where it came from in errors.
+    ///
+    /// Errors on a repeated id, an id or `vocab_size` above [`MAX_VOCAB_SIZE`], a
+    /// `vocab_size` below the ids, or a stop id without a token.
+    pub fn from_entries(
+        origin: impl Into<String>,
+        entries: Vec<(u32, Vec<u8>, TokenKind)>,
+        stop: &[u32],
+        vocab_size: Option<usize>,
+    ) -> Result<Self, VocabError> {
+        let mut vocab = Vocabulary::assemble(origin.into(), entries, Vec::new(), None)?;
+        vocab.set_stop_tokens(stop)?;
+        if let Some(n) = vocab_size {
+            vocab.set_vocab_size(n)?;
+        }
+        Ok(vocab)
+    }
+
     pub(crate) fn assemble(
         origin: String,
         mut entries: Vec<Entry>,

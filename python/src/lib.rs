@@ -1,0 +1,22 @@
+//! The Python extension module `grammask._grammask`: vocabularies, the compiler, compiled
+//! grammars and matchers over grammask's Rust API. The package `grammask` (python/grammask)
+//! re-exports it with the numpy/torch helpers and the integrations.
+
+mod bitmask;
+mod compiler;
+mod errors;
+mod matcher;
+mod vocab;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _grammask(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<vocab::Vocabulary>()?;
+    m.add_class::<compiler::Compiler>()?;
+    m.add_class::<compiler::CompiledGrammar>()?;
+    m.add_class::<matcher::Matcher>()?;
+    m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmasks, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
