@@ -8,7 +8,9 @@
 //! that one abi3 wheel reads buffers on every CPython from 3.9.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 /// CPython's `Py_buffer` (stable layout since 3.0).
@@ -57,8 +59,33 @@ struct DlTensor {
 /// What keeps the memory of a view alive until the view is dropped.
 enum Keep {
     Buffer(Box<RawBuffer>),
-    /// The `__dlpack__` capsule: its destructor (the producer's) frees the tensor.
-    Capsule(#[allow(dead_code)] Py<PyAny>),
+    /// The `__dlpack__` capsule (its destructor, the producer's, frees the tensor), or the
+    /// torch tensor itself.
+    Object(#[allow(dead_code)] Py<PyAny>),
+}
+
+/// torch's `Tensor` type and its `int32` / `uint32` dtypes, once torch is imported.
+struct Torch {
+    tensor: Py<PyAny>,
+    int32: Py<PyAny>,
+    uint32: Option<Py<PyAny>>,
+}
+
+static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
+
+/// [`Torch`] when the process has imported torch (never imports it).
+fn torch(py: Python<'_>) -> Option<&'static Torch> {
+    if let Some(t) = TORCH.get(py) {
+        return Some(t);
+    }
+    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+    let torch = modules.get_item("torch").ok()?;
+    let made = Torch {
+        tensor: torch.getattr("Tensor").ok()?.unbind(),
+        int32: torch.getattr("int32").ok()?.unbind(),
+        uint32: torch.getattr("uint32").ok().map(Bound::unbind),
+    };
+    Some(TORCH.get_or_init(py, || made))
 }
 
 /// A writable `[rows, row_stride]` view of 32-bit words: row `i` starts `i * row_stride`
@@ -96,9 +123,12 @@ fn shape_error(what: String) -> PyErr {
 impl BitmaskView {
     /// A view of `obj` whose rows hold at least `need` words.
     pub fn of(obj: &Bound<'_, PyAny>, need: usize) -> PyResult<BitmaskView> {
-        let view = match Self::from_buffer(obj)? {
+        let view = match Self::from_torch(obj)? {
             Some(view) => view,
-            None => Self::from_dlpack(obj)?,
+            None => match Self::from_buffer(obj)? {
+                Some(view) => view,
+                None => Self::from_dlpack(obj)?,
+            },
         };
         if view.words < need {
             return Err(shape_error(format!(
@@ -107,6 +137,39 @@ impl BitmaskView {
             )));
         }
         Ok(view)
+    }
+
+    /// A CPU torch tensor, read through its attributes (a few times cheaper than
+    /// `__dlpack__`); `None` for anything else.
+    fn from_torch(obj: &Bound<'_, PyAny>) -> PyResult<Option<BitmaskView>> {
+        let py = obj.py();
+        let Some(torch) = torch(py) else { return Ok(None) };
+        if !obj.is_instance(torch.tensor.bind(py))? {
+            return Ok(None);
+        }
+        if !obj.getattr(intern!(py, "is_cpu"))?.extract::<bool>()? {
+            return Err(shape_error(
+                "the tensor is not on the CPU (fill a CPU bitmask, then move it to the device)"
+                    .into(),
+            ));
+        }
+        let dtype = obj.getattr(intern!(py, "dtype"))?;
+        let int32 = dtype.is(torch.int32.bind(py))
+            || torch.uint32.as_ref().is_some_and(|u| dtype.is(u.bind(py)));
+        if !int32 {
+            return Err(shape_error(format!("a tensor of {}", dtype.str()?)));
+        }
+        let shape: Vec<i64> = obj.getattr(intern!(py, "shape"))?.extract()?;
+        let strides: Vec<i64> = obj.call_method0(intern!(py, "stride"))?.extract()?;
+        let addr: usize = obj.call_method0(intern!(py, "data_ptr"))?.extract()?;
+        let view = BitmaskView {
+            addr,
+            rows: 0,
+            row_stride: 0,
+            words: 0,
+            keep: Keep::Object(obj.clone().unbind()),
+        };
+        Self::shaped(view, &shape, Some(&strides), true).map(Some)
     }
 
     fn from_buffer(obj: &Bound<'_, PyAny>) -> PyResult<Option<BitmaskView>> {
@@ -204,7 +267,7 @@ impl BitmaskView {
             rows: 0,
             row_stride: 0,
             words: 0,
-            keep: Keep::Capsule(capsule.unbind()),
+            keep: Keep::Object(capsule.unbind()),
         };
         Self::shaped(view, &shape, strides.as_deref(), true)
     }

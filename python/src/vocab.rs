@@ -27,11 +27,26 @@ fn finish(
         v.set_stop_tokens(&stop).map_err(vocab_error)?;
     }
     if let Some(n) = vocab_size {
-        if n != v.vocab_size() {
+        if n < v.id_bound() {
+            // The model's logits are narrower than the tokenizer: the ids past them can
+            // never be sampled, so they leave the vocabulary.
+            v = truncated(&v, n)?;
+        } else if n != v.vocab_size() {
             v.set_vocab_size(n).map_err(vocab_error)?;
         }
     }
     Ok(Vocabulary { inner: Arc::new(v) })
+}
+
+/// `v` without the ids at or past `n` (and with the logits width `n`).
+fn truncated(v: &RustVocabulary, n: usize) -> PyResult<RustVocabulary> {
+    let entries = v
+        .iter()
+        .filter(|&(id, _, _)| (id as usize) < n)
+        .map(|(id, kind, bytes)| (id, bytes.to_vec(), kind))
+        .collect();
+    let stop: Vec<u32> = v.stop_tokens().iter().copied().filter(|&s| (s as usize) < n).collect();
+    RustVocabulary::from_entries(v.origin(), entries, &stop, Some(n)).map_err(vocab_error)
 }
 
 fn kind_code(kind: Option<TokenKind>) -> u8 {
@@ -46,9 +61,10 @@ fn kind_code(kind: Option<TokenKind>) -> u8 {
 #[pymethods]
 impl Vocabulary {
     /// Loads a Hugging Face `tokenizer.json` (stop tokens from common names and a sibling
-    /// `tokenizer_config.json` / `generation_config.json`). `vocab_size` widens the
-    /// logits width (a model whose embedding is padded); `stop_token_ids` replaces the
-    /// stop tokens.
+    /// `tokenizer_config.json` / `generation_config.json`). `vocab_size` is the model's
+    /// logits width: wider than the tokenizer (a padded embedding) adds ids that are
+    /// never allowed, narrower leaves out the tokenizer's ids past it; `stop_token_ids`
+    /// replaces the stop tokens.
     #[staticmethod]
     #[pyo3(signature = (path, vocab_size=None, stop_token_ids=None))]
     fn from_tokenizer_json(

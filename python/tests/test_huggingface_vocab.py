@@ -42,8 +42,10 @@ def test_fast_tokenizer_equals_tokenizer_json(name: str) -> None:
         assert tok.eos_token_id in ours.stop_token_ids
     chosen = grammask.Vocabulary.from_huggingface(tok, stop_token_ids=[5])
     assert chosen.stop_token_ids == [5]
-    with pytest.raises(ValueError):
-        grammask.Vocabulary.from_huggingface(tok, vocab_size=10)
+    narrow = grammask.Vocabulary.from_huggingface(tok, vocab_size=1000)  # logits narrower than the tokenizer
+    assert narrow.vocab_size == 1000 and len(narrow) <= 1000
+    assert all(narrow.token_bytes(i) == ref.token_bytes(i) for i in range(1000))
+    assert all(s < 1000 for s in narrow.stop_token_ids)
 
 
 class PiecesOnly:
