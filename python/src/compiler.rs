@@ -16,6 +16,9 @@ use pyo3::types::{PyBytes, PyString};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What pickling a compiled grammar gives: `CompiledGrammar.deserialize` and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (Vocabulary, Bound<'py, PyBytes>));
+
 /// A compiled grammar: immutable, shared by every matcher made from it (across threads),
 /// picklable (with its vocabulary).
 #[pyclass(module = "grammask", frozen)]
@@ -84,9 +87,7 @@ impl CompiledGrammar {
             .map_err(|e| compile_error(py, e, &Source { name: "<serialized>", text: "" }))
     }
 
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Vocabulary, Bound<'py, PyBytes>))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let py = slf.py();
         let ctor = py.get_type::<CompiledGrammar>().getattr("deserialize")?;
         let this = slf.get();
