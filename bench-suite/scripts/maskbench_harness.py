@@ -505,7 +505,7 @@ def print_table(engine_ids, args):
             notes.append(f"* {meta['name']}: workers that exited otherwise: {extra['other_exits']}")
         if extra["pending"]:
             notes.append(f"* {meta['name']}: {extra['pending']} schemas without a result "
-                         "(crash or timeout of their worker; placeholders)")
+                         "(placeholders: a crash or timeout of their worker, or still running)")
         if eid == "grammask":
             tot = GrammaskChecks.sum(read_jsonl(folder / "checks.jsonl"))
             notes.append(
