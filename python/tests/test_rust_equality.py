@@ -33,12 +33,32 @@ def llama3_tokenizer() -> Path:
     return path
 
 
+_BINARY: list[Path] = []
+
+
+def mask_trace() -> Path:
+    """The example's binary as `cargo test --workspace` builds it (before these tests in
+    `.ci/run`); built with `cargo build --workspace --example mask_trace` when missing or
+    older than the Rust sources."""
+    if not _BINARY:
+        target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+        binary = target / "debug" / "examples" / "mask_trace"
+        sources = [p for d in ("engine", "grammar-syntax", "tokenset", "bench-suite", "src")
+                   for p in (REPO / d).rglob("*.rs")]
+        newest = max(p.stat().st_mtime for p in sources)
+        if not binary.is_file() or binary.stat().st_mtime < newest:
+            build = ["cargo", "build", "-q", "--workspace", "--example", "mask_trace"]
+            run = subprocess.run(build, cwd=REPO, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            assert run.returncode == 0, run.stderr
+        _BINARY.append(binary)
+    return _BINARY[0]
+
+
 def rust_trace(grammar: Path, vocab: Path, document: str, tmp: Path) -> tuple[list[int], np.ndarray]:
     doc = tmp / "document.txt"
     doc.write_text(document)
     out = tmp / "masks.bin"
-    cmd = ["cargo", "run", "-q", "-p", "grammask-bench", "--example", "mask_trace", "--",
-           str(grammar), str(vocab), str(doc), str(out)]
+    cmd = [str(mask_trace()), str(grammar), str(vocab), str(doc), str(out)]
     run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert run.returncode == 0, run.stderr
     tokens = json.loads(run.stdout.strip().splitlines()[-1])
