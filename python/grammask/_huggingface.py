@@ -9,7 +9,7 @@ and its special tokens are never matched as text.
 from __future__ import annotations
 
 import re
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 _BYTE_PIECE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
@@ -58,3 +58,20 @@ def vocabulary_parts(tokenizer: Any) -> Tuple[str, Any, List[int]]:
             continue
         entries.append((token_id, piece.replace("\u2581", " ").encode("utf-8"), NORMAL))
     return "tokens", entries, eos
+
+
+def tokenizer_vocabulary(tokenizer: Any, vocab_size: Optional[int] = None, stop_token_ids=None):
+    """The vocabulary of a serving engine's transformers tokenizer, ``vocab_size`` wide
+    (the model's logits), as a ``ValueError`` that says what was given when it cannot be
+    read (the backends of ``grammask.vllm`` and ``grammask.sglang``)."""
+    import grammask
+
+    try:
+        return grammask.Vocabulary.from_huggingface(
+            tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids
+        )
+    except Exception as e:
+        raise ValueError(
+            "grammask needs a transformers tokenizer (PreTrainedTokenizerBase); it could "
+            f"not read {type(tokenizer).__name__}: {e}"
+        ) from e

@@ -42,6 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 import grammask
+from grammask._huggingface import tokenizer_vocabulary
 
 __all__ = [
     "GrammaskGrammarBackend",
@@ -138,25 +139,6 @@ except ImportError:
 
         def reset(self) -> None:
             self.cache.clear()
-
-
-def _vocabulary_of(tokenizer: Any, vocab_size: Optional[int], stop_token_ids=None):
-    """The vocabulary of a transformers tokenizer, `vocab_size` wide (the model's logits);
-    as wide as the tokenizer when its ids go past `vocab_size`."""
-    try:
-        try:
-            return grammask.Vocabulary.from_huggingface(
-                tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids
-            )
-        except ValueError:
-            if vocab_size is None:
-                raise
-            return grammask.Vocabulary.from_huggingface(tokenizer, stop_token_ids=stop_token_ids)
-    except Exception as e:
-        raise ValueError(
-            "grammask needs a transformers tokenizer (PreTrainedTokenizerBase); it could "
-            f"not read {type(tokenizer).__name__}: {e}"
-        ) from e
 
 
 def _row_words(mask: Any, index: int) -> np.ndarray:
@@ -346,7 +328,7 @@ class GrammaskGrammarBackend(_BackendBase):
             if isinstance(eos_token_ids, int):
                 eos_token_ids = [eos_token_ids]
             stops = sorted({int(t) for t in eos_token_ids}) if eos_token_ids else None
-            self.vocabulary = _vocabulary_of(tokenizer, vocab_size, stops)
+            self.vocabulary = tokenizer_vocabulary(tokenizer, vocab_size, stops)
         if cache_bytes is None:
             mb = os.environ.get("GRAMMASK_CACHE_MB")
             cache_bytes = int(mb) * 1024 * 1024 if mb else None

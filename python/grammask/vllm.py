@@ -49,6 +49,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 import grammask
+from grammask._huggingface import tokenizer_vocabulary
 
 __all__ = [
     "GrammaskBackend",
@@ -155,25 +156,6 @@ def _compile(compiler: "grammask.Compiler", kind: str, spec: str, whitespace: st
     if kind == "STRUCTURAL_TAG":
         raise UnsupportedRequest("structural tags are not supported by grammask yet")
     raise UnsupportedRequest(f"unknown structured-output request type {kind!r}")
-
-
-def _vocabulary_of(tokenizer: Any, vocab_size: Optional[int], stop_token_ids=None):
-    """The vocabulary of a transformers tokenizer, `vocab_size` wide (the model's logits);
-    as wide as the tokenizer when its ids go past `vocab_size`."""
-    try:
-        try:
-            return grammask.Vocabulary.from_huggingface(
-                tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids
-            )
-        except ValueError:
-            if vocab_size is None:
-                raise
-            return grammask.Vocabulary.from_huggingface(tokenizer, stop_token_ids=stop_token_ids)
-    except Exception as e:
-        raise ValueError(
-            "grammask needs a transformers tokenizer (PreTrainedTokenizerBase); it could "
-            f"not read {type(tokenizer).__name__}: {e}"
-        ) from e
 
 
 def _cache_bytes() -> Optional[int]:
@@ -378,7 +360,7 @@ class GrammaskBackend(_BackendBase):
         if isinstance(self.tokenizer, grammask.Vocabulary):
             self.vocabulary = self.tokenizer
         else:
-            self.vocabulary = _vocabulary_of(self.tokenizer, self.vocab_size)
+            self.vocabulary = tokenizer_vocabulary(self.tokenizer, self.vocab_size)
         cache = _cache_bytes()
         if cache is None:
             self.compiler = grammask.Compiler(self.vocabulary)
