@@ -50,6 +50,9 @@ pub enum GrammarFormat {
     JsonSchema,
     /// A regular expression matching the whole text (`.regex`).
     Regex,
+    /// A structural tag: XGrammar's JSON format of free text, tags and tool calls (no
+    /// extension names it; `--structural-tag FILE` on the command line).
+    StructuralTag,
 }
 
 impl GrammarFormat {
@@ -71,13 +74,15 @@ impl GrammarFormat {
             "ebnf" => Some(GrammarFormat::Ebnf),
             "json" | "json-schema" | "jsonschema" => Some(GrammarFormat::JsonSchema),
             "regex" => Some(GrammarFormat::Regex),
+            "structural-tag" | "structural_tag" => Some(GrammarFormat::StructuralTag),
             _ => None,
         }
     }
 }
 
 /// Reads grammar text of any format into the IR. `root` names the root rule of GBNF and
-/// EBNF grammars.
+/// EBNF grammars. A structural tag naming tokens by their text needs a vocabulary: use
+/// [`Compiler::compile_structural_tag`] or [`syntax::structural_tag_to_grammar`] for it.
 pub fn parse_grammar(text: &str, format: GrammarFormat, root: &str) -> Result<Parsed, Diagnostics> {
     match format {
         GrammarFormat::Gbnf | GrammarFormat::Ebnf => {
@@ -88,6 +93,11 @@ pub fn parse_grammar(text: &str, format: GrammarFormat, root: &str) -> Result<Pa
             let pattern = text.strip_suffix('\n').unwrap_or(text);
             let pattern = pattern.strip_suffix('\r').unwrap_or(pattern);
             let grammar = grammask_syntax::parse_regex(pattern)?;
+            Ok(Parsed { grammar, warnings: Vec::new() })
+        }
+        GrammarFormat::StructuralTag => {
+            let options = grammask_syntax::StructuralTagOptions::default();
+            let grammar = grammask_syntax::parse_structural_tag(text, &options, &|_| None)?;
             Ok(Parsed { grammar, warnings: Vec::new() })
         }
         GrammarFormat::JsonSchema => {

@@ -245,6 +245,30 @@ impl Compiler {
         self.compile_made(converted.grammar, &again, finish, start)
     }
 
+    /// Compiles a structural tag (XGrammar's JSON format, with or without the outer
+    /// `{"type": "structural_tag", "format": ...}`); tokens named by their text are looked
+    /// up in the vocabulary.
+    pub fn compile_structural_tag(
+        &self,
+        tag: &serde_json::Value,
+        options: &grammask_syntax::StructuralTagOptions,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let start = Instant::now();
+        let key = || {
+            let options = format!("{options:?}").into_bytes();
+            let tag = serde_json::to_vec(tag).unwrap_or_default();
+            [b"structural-tag".into(), options.into(), tag.into()]
+        };
+        self.cached(key, || {
+            let token_id = |text: &str| self.vocab.token_id(text.as_bytes());
+            let convert = || {
+                grammask_syntax::structural_tag_to_grammar(tag, options, &token_id)
+                    .map_err(CompileError::Grammar)
+            };
+            self.compile_made(convert()?, &convert, false, start)
+        })
+    }
+
     /// Compiles a regular expression that must match the whole text.
     pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();

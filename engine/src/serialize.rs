@@ -277,6 +277,12 @@ fn write_expr(w: &mut Writer, e: &Expr) {
             w.u8(8);
             write_token_set(w, set);
         }
+        Expr::Text(text) => {
+            w.u8(9);
+            w.u32(text.until.map_or(u32::MAX, |i| i as u32));
+            w.len(text.avoid.len());
+            text.avoid.iter().for_each(|s| w.slice(s.as_bytes()));
+        }
     }
 }
 
@@ -333,6 +339,22 @@ fn read_expr(r: &mut Reader<'_>, n_rules: usize, depth: usize) -> Result<Expr, L
             Expr::Repeat { expr, min, max: bounded.then_some(max) }
         }
         8 => Expr::Tokens(read_token_set(r)?),
+        9 => {
+            let until = r.u32()?;
+            let n = r.len(8)?;
+            let avoid = (0..n)
+                .map(|_| {
+                    let bytes = r.slice()?;
+                    String::from_utf8(bytes.to_vec())
+                        .map_err(|_| "free text string is not UTF-8".to_string())
+                })
+                .collect::<Result<Vec<_>, LoadError>>()?;
+            let until = (until != u32::MAX).then_some(until as usize);
+            if avoid.iter().any(String::is_empty) || until.is_some_and(|i| i >= avoid.len()) {
+                return Err("malformed free text".into());
+            }
+            Expr::Text(Box::new(grammask_syntax::ir::FreeText { avoid, until }))
+        }
         t => return Err(format!("bad expression tag {t}")),
     })
 }

@@ -190,6 +190,7 @@ fn nullable_leaf(expr: &Expr) -> bool {
     match expr {
         Expr::Empty => true,
         Expr::Bytes(bytes) => bytes.is_empty(),
+        Expr::Text(text) => text.until.is_none(),
         _ => false,
     }
 }
@@ -200,6 +201,7 @@ fn productive_leaf(expr: &Expr) -> bool {
         Expr::Class(class) => !class.is_empty(),
         Expr::ByteRanges(ranges) => !ranges.is_empty(),
         Expr::Tokens(set) => set.negated || !set.ids.is_empty(),
+        Expr::Text(text) => text.can_end(),
         _ => false,
     }
 }

@@ -22,6 +22,7 @@
 //! assert_eq!(grammar.rules.len(), 2);
 //! ```
 
+pub use crate::text::FreeText;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -198,6 +199,9 @@ pub enum Expr {
     },
     /// One whole token from a set of token ids.
     Tokens(TokenSet),
+    /// Free text avoiding a set of strings, possibly up to the first of them
+    /// ([`crate::text`]).
+    Text(Box<FreeText>),
 }
 
 impl Expr {
@@ -293,7 +297,8 @@ impl Expr {
             | Expr::Bytes(_)
             | Expr::Class(_)
             | Expr::ByteRanges(_)
-            | Expr::Tokens(_) => {}
+            | Expr::Tokens(_)
+            | Expr::Text(_) => {}
         }
     }
 
@@ -302,6 +307,8 @@ impl Expr {
         1 + match self {
             Expr::Seq(items) | Expr::Choice(items) => items.iter().map(Expr::size).sum(),
             Expr::Repeat { expr, .. } => expr.size(),
+            // One automaton state per character of the strings, at most.
+            Expr::Text(text) => text.avoid.iter().map(|s| s.chars().count()).sum(),
             _ => 0,
         }
     }
@@ -435,6 +442,26 @@ impl GrammarBuilder {
         rule.lookahead = lookahead;
         rule.span = span;
         self.defined[id.index()] = true;
+    }
+
+    /// Copies the rules of `grammar` into this builder under fresh names starting with
+    /// `prefix`, its references renumbered; returns the id of its root's copy.
+    pub fn embed(&mut self, grammar: &Grammar, prefix: &str) -> RuleId {
+        let ids: Vec<Option<RuleId>> = grammar
+            .rules
+            .iter()
+            .map(|rule| {
+                let name = self.fresh_name(&format!("{prefix}-{}", rule.name));
+                Some(self.declare(&name))
+            })
+            .collect();
+        for (rule, id) in grammar.rules.iter().zip(&ids) {
+            let id = id.expect("every rule has a copy");
+            let body = rule.body.clone().renumber_rules(&ids);
+            let lookahead = rule.lookahead.clone().map(|la| la.renumber_rules(&ids));
+            self.define_at(id, body, lookahead, Span::default());
+        }
+        ids[grammar.root.index()].expect("the root has a copy")
     }
 
     /// The grammar, or the first rule referred to but never defined.

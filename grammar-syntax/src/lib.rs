@@ -8,6 +8,8 @@
 //! - [`analysis`]: nullable, productive and reachable rules; left recursion.
 //! - [`validate`](mod@validate): IR-level checks shared by every frontend.
 //! - [`print`]: IR → GBNF text.
+//! - [`structural_tag`]: structural tags (XGrammar's JSON format) → IR.
+//! - [`text`]: free text up to a stop string, and its automaton.
 
 #![warn(missing_docs)]
 
@@ -18,13 +20,16 @@ pub mod json_schema;
 pub mod parse;
 pub mod print;
 pub mod regex;
+pub mod structural_tag;
+pub mod text;
 pub mod validate;
 
 pub use diagnostic::{Category, Diagnostic, Diagnostics, LineCol, Severity};
-pub use ir::{CharClass, Expr, Grammar, GrammarBuilder, Rule, RuleId, Span, TokenSet};
+pub use ir::{CharClass, Expr, FreeText, Grammar, GrammarBuilder, Rule, RuleId, Span, TokenSet};
 pub use json_schema::{
     builtin_json_grammar, json_schema_to_grammar, parse_json_schema, Converted, JsonSchemaOptions,
 };
 pub use parse::{parse_ebnf, parse_gbnf, parse_grammar, Dialect, ParseOptions, Parsed};
 pub use regex::{parse_regex, regex_to_ir, RegexOptions};
+pub use structural_tag::{parse_structural_tag, structural_tag_to_grammar, StructuralTagOptions};
 pub use validate::validate;

@@ -136,6 +136,7 @@ impl Printer<'_> {
                 });
             }
             Expr::Tokens(set) => print_tokens(out, set),
+            Expr::Text(text) => print_text(out, text),
         }
     }
 
@@ -334,4 +335,21 @@ fn sanitize(name: &str) -> String {
     } else {
         s
     }
+}
+
+/// Free text as `%text("a" "b")` (avoiding `a` and `b`) or `%text("a" "b" -> "b")` (up to
+/// the first `b`): an extension of the notation, which GBNF itself cannot express.
+fn print_text(out: &mut String, text: &crate::text::FreeText) {
+    out.push_str("%text(");
+    for (i, s) in text.avoid.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(&quote(s));
+    }
+    if let Some(until) = text.until.and_then(|i| text.avoid.get(i)) {
+        out.push_str(" -> ");
+        out.push_str(&quote(until));
+    }
+    out.push(')');
 }

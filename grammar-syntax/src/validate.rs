@@ -46,6 +46,19 @@ pub fn validate(grammar: &Grammar) -> Vec<Diagnostic> {
                     }
                     stack.push(expr);
                 }
+                Expr::Text(text) => {
+                    let bad_until = text.until.is_some_and(|i| i >= text.avoid.len());
+                    if bad_until || text.avoid.iter().any(String::is_empty) {
+                        structurally_valid = false;
+                        out.push(Diagnostic::error(
+                            rule.span,
+                            format!(
+                                "free text in rule `{}` avoids an empty string or ends with a string it does not list",
+                                rule.name
+                            ),
+                        ));
+                    }
+                }
                 Expr::Rule(id) if id.index() >= count => {
                     structurally_valid = false;
                     out.push(Diagnostic::error(

@@ -26,7 +26,7 @@ pub fn run(args: &MatchArgs) -> i32 {
     // With `--builtin`, a single positional argument is the input.
     let mut source = args.source.clone();
     let mut input_path = args.input.clone();
-    if source.builtin.is_some() && input_path.is_none() {
+    if (source.builtin.is_some() || source.structural_tag.is_some()) && input_path.is_none() {
         input_path = source.grammar.take();
     }
     let loaded = match load_grammar_args(&source) {

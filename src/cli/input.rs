@@ -152,9 +152,14 @@ impl SchemaArgs {
 #[derive(clap::Args, Debug, Clone)]
 pub struct GrammarArgs {
     /// The grammar file (`.gbnf`, `.ebnf`, `.json` for a JSON Schema, `.regex`), or `-`
-    /// for stdin (GBNF unless `--format` says otherwise). Not given with `--builtin`.
-    #[arg(required_unless_present = "builtin")]
+    /// for stdin (GBNF unless `--format` says otherwise). Not given with `--builtin` or
+    /// `--structural-tag`.
+    #[arg(required_unless_present_any = ["builtin", "structural_tag"])]
     pub grammar: Option<String>,
+    /// A structural tag (XGrammar's JSON format, with or without the outer
+    /// `{"type": "structural_tag", "format": ...}`) instead of a grammar file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["builtin", "format"])]
+    pub structural_tag: Option<String>,
     /// The grammar's format, when the extension does not say.
     #[arg(long)]
     pub format: Option<String>,
@@ -173,6 +178,24 @@ pub struct GrammarArgs {
 /// Reads the grammar `args` name: a built-in one, or a file parsed in its format (JSON
 /// Schemas with the schema options); warnings and errors printed as by [`load_grammar`].
 pub fn load_grammar_args(args: &GrammarArgs) -> Result<LoadedGrammar, i32> {
+    load_grammar_args_for(args, None)
+}
+
+/// [`load_grammar_args`]; a structural tag's tokens named by their text are looked up in
+/// `vocab` (with none, such a token is an error).
+pub fn load_grammar_args_for(
+    args: &GrammarArgs,
+    vocab: Option<&grammask::Vocabulary>,
+) -> Result<LoadedGrammar, i32> {
+    if let Some(path) = &args.structural_tag {
+        if let Some(grammar) = &args.grammar {
+            eprintln!(
+                "grammask: give either GRAMMAR ({grammar}) or --structural-tag {path}, not both"
+            );
+            return Err(EXIT_USAGE);
+        }
+        return load_structural_tag(path, vocab);
+    }
     if let Some(name) = &args.builtin {
         if let Some(path) = &args.grammar {
             eprintln!("grammask: give either GRAMMAR ({path}) or --builtin {name}, not both");
@@ -188,10 +211,33 @@ pub fn load_grammar_args(args: &GrammarArgs) -> Result<LoadedGrammar, i32> {
     }
     let path = args.grammar.as_deref().unwrap_or("-");
     let format = format_of(path, args.format.as_deref())?;
+    if format == GrammarFormat::StructuralTag {
+        return load_structural_tag(path, vocab);
+    }
     if format != GrammarFormat::JsonSchema {
         return load_grammar(path, args.format.as_deref(), &args.root);
     }
     load_schema(path, &args.schema)
+}
+
+/// Reads and converts a structural tag; prints its errors (each with its JSON pointer).
+pub fn load_structural_tag(
+    path: &str,
+    vocab: Option<&grammask::Vocabulary>,
+) -> Result<LoadedGrammar, i32> {
+    let text = read_text(path)?;
+    let name = if path == "-" { "<stdin>".to_string() } else { path.to_string() };
+    let options = grammask::syntax::StructuralTagOptions::default();
+    let token_id = |t: &str| vocab.and_then(|v| v.token_id(t.as_bytes()));
+    match grammask::syntax::parse_structural_tag(&text, &options, &token_id) {
+        Ok(grammar) => {
+            Ok(LoadedGrammar { grammar, name, format: GrammarFormat::StructuralTag, source: text })
+        }
+        Err(diagnostics) => {
+            eprintln!("{}", diagnostics.render(&name, &text));
+            Err(EXIT_REJECTED)
+        }
+    }
 }
 
 /// Reads and converts a JSON Schema with the given options; prints warnings, and errors.

@@ -1,7 +1,7 @@
 //! `grammask mask GRAMMAR --vocab VOCAB`: the tokens allowed after a prefix.
 
 use super::input::{
-    load_grammar_args, report_refusal, GrammarArgs, LimitArgs, EXIT_REJECTED, EXIT_USAGE,
+    load_grammar_args_for, report_refusal, GrammarArgs, LimitArgs, EXIT_REJECTED, EXIT_USAGE,
 };
 use grammask::{bitmask_len, get_bit, Matcher, Vocabulary};
 use std::time::Instant;
@@ -38,16 +38,16 @@ pub struct MaskArgs {
 
 /// Runs the command; returns the exit code.
 pub fn run(args: &MaskArgs) -> i32 {
-    let loaded = match load_grammar_args(&args.source) {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
     let vocab = match Vocabulary::load(&args.vocab) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("grammask: {e}");
             return EXIT_USAGE;
         }
+    };
+    let loaded = match load_grammar_args_for(&args.source, Some(&vocab)) {
+        Ok(l) => l,
+        Err(code) => return code,
     };
     let compiler = args.limits.compiler(&vocab);
     let config = grammask::CompilerConfig {

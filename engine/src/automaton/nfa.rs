@@ -20,6 +20,7 @@ use super::{mix, SetHasher};
 use crate::ids::TokenSetId;
 use crate::passes::ClassTable;
 use grammask_syntax::ir::{Expr, RuleId};
+use grammask_syntax::text::TextTarget;
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -321,6 +322,37 @@ impl<'e> Builder<'_, 'e> {
                 let id = (self.token_set)(set);
                 self.edge(from, Edge::Tokens { set: id, to });
                 mix(7, u64::from(id.0))
+            }
+            Expr::Text(text) => {
+                let automaton = self.classes.text(text).ok_or(NfaError::Unlowered("free text"))?;
+                // A state per automaton state; the start is fresh, so the loops back to it
+                // stay inside the text.
+                let mut ids: SmallVec<[NfaState; 32]> = SmallVec::new();
+                for _ in &automaton.states {
+                    ids.push(self.state()?);
+                }
+                self.edge(from, Edge::Epsilon(ids[0]));
+                for (i, (state, &id)) in automaton.states.iter().zip(&ids).enumerate() {
+                    if automaton.open && i < automaton.free {
+                        self.edge(id, Edge::Epsilon(to));
+                    }
+                    for (class, target) in &state.edges {
+                        let dest = match *target {
+                            TextTarget::State(s) => ids[s],
+                            TextTarget::End => to,
+                        };
+                        let lowered = self
+                            .classes
+                            .get(class)
+                            .ok_or(NfaError::Unlowered("character class"))?;
+                        // Equal classes into the same state share their multi-byte states.
+                        let (entry, _) = self.shared_item(lowered, dest)?;
+                        self.edge(id, Edge::Epsilon(entry));
+                    }
+                }
+                let strings = text.avoid.iter().flat_map(|s| s.bytes().chain([0xFF]));
+                let hash = strings.fold(9, |h, b| mix(h, u64::from(b)));
+                mix(hash, text.until.map_or(u64::MAX, |i| i as u64))
             }
             Expr::Repeat { expr, min, max } => {
                 let mut cur = from;

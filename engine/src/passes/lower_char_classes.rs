@@ -13,7 +13,8 @@
 //! expansion as a pass, for a byte-level IR.
 
 use crate::automaton::SetHasher;
-use grammask_syntax::ir::{CharClass, Expr, Grammar};
+use grammask_syntax::ir::{CharClass, Expr, FreeText, Grammar};
+use grammask_syntax::text::TextAutomaton;
 use regex_syntax::utf8::Utf8Sequences;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -41,6 +42,8 @@ pub(crate) type ByClass<V> = HashMap<CharClass, V, BuildHasherDefault<SetHasher>
 #[derive(Debug, Default)]
 pub(crate) struct ClassTable {
     lowered: ByClass<Expr>,
+    /// The automaton of each distinct free text.
+    texts: HashMap<FreeText, TextAutomaton>,
     /// IR nodes of the grammar walked by [`ClassTable::of`] (its [`Grammar::size`]).
     pub(crate) nodes: usize,
 }
@@ -66,6 +69,15 @@ impl ClassTable {
             }
             Expr::Seq(items) | Expr::Choice(items) => items.iter().for_each(|e| self.add(e)),
             Expr::Repeat { expr, .. } => self.add(expr),
+            Expr::Text(text) if !self.texts.contains_key(&**text) => {
+                let automaton = text.automaton();
+                for (class, _) in automaton.states.iter().flat_map(|s| &s.edges) {
+                    if !self.lowered.contains_key(class) {
+                        self.lowered.insert(class.clone(), class_to_bytes(class));
+                    }
+                }
+                self.texts.insert((**text).clone(), automaton);
+            }
             _ => {}
         }
     }
@@ -73,6 +85,12 @@ impl ClassTable {
     /// The lowered form of `class` (one of the grammar's).
     pub(crate) fn get(&self, class: &CharClass) -> Option<&Expr> {
         self.lowered.get(class)
+    }
+
+    /// The automaton of free text `text` (one of the grammar's), whose classes are in
+    /// the table.
+    pub(crate) fn text(&self, text: &FreeText) -> Option<&TextAutomaton> {
+        self.texts.get(text)
     }
 
     /// Replaces every class of `expr` (all in the table) by its lowered form.

@@ -62,7 +62,8 @@ impl<'g> ReferenceMatcher<'g> {
             return never();
         }
         match e {
-            Expr::Empty | Expr::Tokens(_) => never(),
+            // Free text is not among what frontends check here.
+            Expr::Empty | Expr::Tokens(_) | Expr::Text(_) => never(),
             Expr::Bytes(bytes) => {
                 let mut buf = [0u8; 4];
                 let enc = c.encode_utf8(&mut buf).as_bytes();
@@ -138,6 +139,7 @@ fn nullable_with(e: &Expr, rules: &[bool]) -> bool {
         Expr::Empty => true,
         Expr::Bytes(b) => b.is_empty(),
         Expr::Class(_) | Expr::ByteRanges(_) | Expr::Tokens(_) => false,
+        Expr::Text(text) => text.until.is_none(),
         Expr::Seq(items) => items.iter().all(|i| nullable_with(i, rules)),
         Expr::Choice(alts) => alts.iter().any(|a| nullable_with(a, rules)),
         Expr::Rule(id) => rules.get(id.index()).copied().unwrap_or(false),
