@@ -34,6 +34,10 @@ fn main() -> Result<(), String> {
         GrammarFormat::Gbnf => compiler.compile_gbnf(&text),
         GrammarFormat::Ebnf => compiler.compile_ebnf(&text),
         GrammarFormat::Regex => compiler.compile_regex(text.trim_end_matches('\n')),
+        GrammarFormat::StructuralTag => {
+            let tag: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            compiler.compile_structural_tag(&tag, &Default::default())
+        }
     }
     .map_err(|e| e.to_string())?;
     let doc = std::fs::read_to_string(document).map_err(|e| format!("{document}: {e}"))?;

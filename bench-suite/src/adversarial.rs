@@ -482,6 +482,11 @@ pub fn compile(
         GrammarFormat::Regex => compiler.compile_regex(&case.grammar),
         GrammarFormat::Ebnf => compiler.compile_ebnf(&case.grammar),
         GrammarFormat::Gbnf => compiler.compile_gbnf(&case.grammar),
+        GrammarFormat::StructuralTag => {
+            let options = Default::default();
+            let parse = grammask::syntax::parse_structural_tag(&case.grammar, &options, &|_| None);
+            compiler.compile_grammar(&parse.map_err(CompileError::Grammar)?)
+        }
     }
 }
 

@@ -269,6 +269,21 @@ impl Compiler {
         })
     }
 
+    /// Compiles the tool calls `options` asks for over OpenAI-style `tools` (see
+    /// [`grammask_syntax::tools`]): the arguments of each call checked against its
+    /// function's `parameters`, with no properties beyond those listed (`strict`) and the
+    /// converter's default whitespace.
+    pub fn compile_tools(
+        &self,
+        tools: &serde_json::Value,
+        options: &grammask_syntax::ToolsOptions,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        use grammask_syntax::tools::{parse_tools, tools_structural_tag};
+        let parsed = parse_tools(tools).map_err(CompileError::Grammar)?;
+        let tag = tools_structural_tag(&parsed, options).map_err(CompileError::Grammar)?;
+        self.compile_structural_tag(&tag, &grammask_syntax::tools::structural_tag_options())
+    }
+
     /// Compiles a regular expression that must match the whole text.
     pub fn compile_regex(&self, pattern: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();

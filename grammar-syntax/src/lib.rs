@@ -9,6 +9,7 @@
 //! - [`validate`](mod@validate): IR-level checks shared by every frontend.
 //! - [`print`]: IR → GBNF text.
 //! - [`structural_tag`]: structural tags (XGrammar's JSON format) → IR.
+//! - [`tools`]: OpenAI-style tools → a structural tag, a system prompt, calls read back.
 //! - [`text`]: free text up to a stop string, and its automaton.
 
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ pub mod print;
 pub mod regex;
 pub mod structural_tag;
 pub mod text;
+pub mod tools;
 pub mod validate;
 
 pub use diagnostic::{Category, Diagnostic, Diagnostics, LineCol, Severity};
@@ -32,4 +34,5 @@ pub use json_schema::{
 pub use parse::{parse_ebnf, parse_gbnf, parse_grammar, Dialect, ParseOptions, Parsed};
 pub use regex::{parse_regex, regex_to_ir, RegexOptions};
 pub use structural_tag::{parse_structural_tag, structural_tag_to_grammar, StructuralTagOptions};
+pub use tools::{ToolCallFormat, ToolChoice, ToolsOptions};
 pub use validate::validate;

