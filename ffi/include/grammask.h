@@ -335,6 +335,47 @@ enum GrammaskStatus grammask_compile_json_schema_with_options(const struct Gramm
                                                               const struct GrammaskJsonSchemaOptions *options,
                                                               struct GrammaskGrammar **out);
 
+// Compiles a structural tag: `len` bytes of JSON in XGrammar's format (free text, tags,
+// triggered tool calls; with or without the outer `{"type": "structural_tag",
+// "format": ...}`), within `limits` (NULL: the defaults). Tokens named by their text
+// are looked up in `vocab`. A malformed or unsupported tag gives
+// `GRAMMASK_STATUS_GRAMMAR` with the JSON pointer of the offending field.
+//
+// # Safety
+// `vocab` is NULL or a handle; `json` holds `len` readable bytes; `limits` is NULL or
+// readable; `out` is NULL or writable.
+enum GrammaskStatus grammask_compile_structural_tag(const struct GrammaskVocab *vocab,
+                                                    const char *json,
+                                                    size_t len,
+                                                    const struct GrammaskLimits *limits,
+                                                    struct GrammaskGrammar **out);
+
+// Compiles a GBNF grammar that applies from its first trigger on, as llama.cpp's lazy
+// grammars: free text until one of `n_words` trigger words (NUL-terminated), of
+// `n_patterns` trigger patterns (a literal, optionally written
+// `[\s\S]*?(LITERAL)[\s\S]*`; other regexes give `GRAMMASK_STATUS_UNSUPPORTED`) or of
+// `n_tokens` trigger token ids is written; from there the grammar, which must start with
+// the trigger (else `GRAMMASK_STATUS_GRAMMAR`), up to the end of the output. `root` as
+// for `grammask_compile_gbnf`; `limits` NULL: the defaults.
+//
+// # Safety
+// `vocab` is NULL or a handle; `text` holds `len` readable bytes; `root` is NULL or
+// NUL-terminated; `words` and `patterns` hold that many NUL-terminated strings (NULL
+// when the count is 0); `tokens` holds `n_tokens` ids (NULL when 0); `limits` is NULL or
+// readable; `out` is NULL or writable.
+enum GrammaskStatus grammask_compile_lazy_gbnf(const struct GrammaskVocab *vocab,
+                                               const char *text,
+                                               size_t len,
+                                               const char *root,
+                                               const char *const *words,
+                                               size_t n_words,
+                                               const char *const *patterns,
+                                               size_t n_patterns,
+                                               const int32_t *tokens,
+                                               size_t n_tokens,
+                                               const struct GrammaskLimits *limits,
+                                               struct GrammaskGrammar **out);
+
 // Compiles a GBNF grammar within `limits` (NULL: the defaults); otherwise as
 // `grammask_compile_gbnf`. A limit that is hit gives `GRAMMASK_STATUS_LIMIT` and a
 // message `limit: NAME: ...`.

@@ -755,6 +755,103 @@ unsafe fn schema_options(
     Ok(opts)
 }
 
+/// Compiles a structural tag: `len` bytes of JSON in XGrammar's format (free text, tags,
+/// triggered tool calls; with or without the outer `{"type": "structural_tag",
+/// "format": ...}`), within `limits` (NULL: the defaults). Tokens named by their text
+/// are looked up in `vocab`. A malformed or unsupported tag gives
+/// `GRAMMASK_STATUS_GRAMMAR` with the JSON pointer of the offending field.
+///
+/// # Safety
+/// `vocab` is NULL or a handle; `json` holds `len` readable bytes; `limits` is NULL or
+/// readable; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn grammask_compile_structural_tag(
+    vocab: *const GrammaskVocab,
+    json: *const c_char,
+    len: usize,
+    limits: *const GrammaskLimits,
+    out: *mut *mut GrammaskGrammar,
+) -> GrammaskStatus {
+    // SAFETY: same contract as documented above.
+    unsafe {
+        compile_text(vocab, json, len, limits, out, |text| {
+            // SAFETY: `vocab` is NULL or a handle by contract; checked by `borrow`.
+            let v = borrow::<VocabValue, _>(vocab, "vocab")?.0.clone();
+            let options = grammask::syntax::StructuralTagOptions::default();
+            let token_id = |t: &str| v.token_id(t.as_bytes());
+            grammask::syntax::parse_structural_tag(text, &options, &token_id)
+                .map_err(|d| Failure::diagnostics(&d, text))
+        })
+    }
+}
+
+/// Compiles a GBNF grammar that applies from its first trigger on, as llama.cpp's lazy
+/// grammars: free text until one of `n_words` trigger words (NUL-terminated), of
+/// `n_patterns` trigger patterns (a literal, optionally written
+/// `[\s\S]*?(LITERAL)[\s\S]*`; other regexes give `GRAMMASK_STATUS_UNSUPPORTED`) or of
+/// `n_tokens` trigger token ids is written; from there the grammar, which must start with
+/// the trigger (else `GRAMMASK_STATUS_GRAMMAR`), up to the end of the output. `root` as
+/// for `grammask_compile_gbnf`; `limits` NULL: the defaults.
+///
+/// # Safety
+/// `vocab` is NULL or a handle; `text` holds `len` readable bytes; `root` is NULL or
+/// NUL-terminated; `words` and `patterns` hold that many NUL-terminated strings (NULL
+/// when the count is 0); `tokens` holds `n_tokens` ids (NULL when 0); `limits` is NULL or
+/// readable; `out` is NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn grammask_compile_lazy_gbnf(
+    vocab: *const GrammaskVocab,
+    text: *const c_char,
+    len: usize,
+    root: *const c_char,
+    words: *const *const c_char,
+    n_words: usize,
+    patterns: *const *const c_char,
+    n_patterns: usize,
+    tokens: *const i32,
+    n_tokens: usize,
+    limits: *const GrammaskLimits,
+    out: *mut *mut GrammaskGrammar,
+) -> GrammaskStatus {
+    // SAFETY: same contract as documented above.
+    unsafe {
+        compile_text(vocab, text, len, limits, out, |text| {
+            // SAFETY: `vocab` is NULL or a handle by contract; checked by `borrow`.
+            let v = borrow::<VocabValue, _>(vocab, "vocab")?.0.clone();
+            let strings =
+                |ptr: *const *const c_char, n: usize, name: &str| -> Result<Vec<String>, Failure> {
+                    // SAFETY: `ptr` holds `n` NUL-terminated strings by contract.
+                    let list = slice(ptr, n, name)?;
+                    list.iter().map(|&s| c_str(s, name).map(str::to_string)).collect()
+                };
+            let mut triggers = grammask::syntax::lazy::LazyTriggers {
+                words: strings(words, n_words, "words")?,
+                patterns: strings(patterns, n_patterns, "patterns")?,
+                tokens: Vec::new(),
+            };
+            // SAFETY: `tokens` holds `n_tokens` ids by contract.
+            for &id in slice(tokens, n_tokens, "tokens")? {
+                let id = token_id(id)?;
+                let bytes = v.token_bytes(id).map(<[u8]>::to_vec);
+                let Some(bytes) = bytes.filter(|b| !b.is_empty()) else {
+                    return Err(Failure::new(
+                        GrammaskStatus::InvalidArgument,
+                        format!("trigger token {id} is not a token of the vocabulary with text"),
+                    ));
+                };
+                triggers.tokens.push((id, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+            // SAFETY: `root` is NULL or NUL-terminated by contract.
+            let root = if root.is_null() { "root" } else { c_str(root, "root")? };
+            let parsed = grammask::parse_grammar(text, GrammarFormat::Gbnf, root)
+                .map_err(|d| Failure::diagnostics(&d, text))?;
+            grammask::syntax::lazy::lazy_grammar(parsed.grammar, &triggers)
+                .map_err(|d| Failure::diagnostics(&d, text))
+        })
+    }
+}
+
 /// Compiles a GBNF grammar within `limits` (NULL: the defaults); otherwise as
 /// `grammask_compile_gbnf`. A limit that is hit gives `GRAMMASK_STATUS_LIMIT` and a
 /// message `limit: NAME: ...`.

@@ -758,3 +758,128 @@ fn limits_are_named_when_hit() {
         ok(grammask_vocab_free(v));
     }
 }
+
+/// Whether matcher-less text `text` is a whole output of `g`.
+fn accepts_text(g: *mut GrammaskGrammar, text: &str) -> bool {
+    // SAFETY: live grammar handle; text of the given length.
+    unsafe {
+        let mut m = null_mut();
+        ok(grammask_matcher_new(g, &mut m));
+        let mut end = false;
+        let accepted = grammask_matcher_accept_bytes(m, text.as_ptr(), text.len()) == S::Ok
+            && grammask_matcher_can_terminate(m, &mut end) == S::Ok
+            && end;
+        ok(grammask_matcher_free(m));
+        accepted
+    }
+}
+
+#[test]
+fn structural_tags_and_lazy_grammars() {
+    // SAFETY (whole test): every pointer passed is valid for the call as documented.
+    unsafe {
+        let v = vocab();
+        let tag = r#"{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["{"],
+            "tags": [{"begin": "{", "content": {"type": "any_text"}, "end": "}"}]}}"#;
+        let mut g = null_mut();
+        ok(grammask_compile_structural_tag(v, tag.as_ptr().cast(), tag.len(), null(), &mut g));
+        assert!(accepts_text(g, "ab{a}b"));
+        assert!(accepts_text(g, "a"));
+        assert!(!accepts_text(g, "a{b"));
+        ok(grammask_grammar_free(g));
+        let bad = r#"{"type": "structural_tag", "format": {"type": "tag", "begin": 3}}"#;
+        let status =
+            grammask_compile_structural_tag(v, bad.as_ptr().cast(), bad.len(), null(), &mut g);
+        assert!(fails(status, S::Grammar).contains("/format/begin"));
+
+        // Lazy: free text until `{`, then the grammar from the `{` on.
+        let words = [c"{".as_ptr()];
+        let mut g = null_mut();
+        ok(grammask_compile_lazy_gbnf(
+            v,
+            GBNF.as_ptr().cast(),
+            GBNF.len(),
+            null(),
+            words.as_ptr(),
+            1,
+            null(),
+            0,
+            null(),
+            0,
+            null(),
+            &mut g,
+        ));
+        assert!(accepts_text(g, "ab"));
+        assert!(accepts_text(g, "ba{ab}"));
+        assert!(!accepts_text(g, "b{ab}a"));
+        ok(grammask_grammar_free(g));
+        let patterns = [c"[\\s\\S]*?(\\{)[\\s\\S]*".as_ptr()];
+        let mut g = null_mut();
+        ok(grammask_compile_lazy_gbnf(
+            v,
+            GBNF.as_ptr().cast(),
+            GBNF.len(),
+            null(),
+            null(),
+            0,
+            patterns.as_ptr(),
+            1,
+            null(),
+            0,
+            null(),
+            &mut g,
+        ));
+        assert!(accepts_text(g, "a{b}"));
+        ok(grammask_grammar_free(g));
+        let unsupported = [c"a|b".as_ptr()];
+        let status = grammask_compile_lazy_gbnf(
+            v,
+            GBNF.as_ptr().cast(),
+            GBNF.len(),
+            null(),
+            null(),
+            0,
+            unsupported.as_ptr(),
+            1,
+            null(),
+            0,
+            null(),
+            &mut g,
+        );
+        assert!(fails(status, S::Unsupported).contains("not supported"));
+        let never = [c"}".as_ptr()];
+        let status = grammask_compile_lazy_gbnf(
+            v,
+            GBNF.as_ptr().cast(),
+            GBNF.len(),
+            null(),
+            never.as_ptr(),
+            1,
+            null(),
+            0,
+            null(),
+            0,
+            null(),
+            &mut g,
+        );
+        assert!(fails(status, S::Grammar).contains("cannot start"));
+        // Trigger token 0 ("{").
+        let tokens = [0i32];
+        ok(grammask_compile_lazy_gbnf(
+            v,
+            GBNF.as_ptr().cast(),
+            GBNF.len(),
+            null(),
+            null(),
+            0,
+            null(),
+            0,
+            tokens.as_ptr(),
+            1,
+            null(),
+            &mut g,
+        ));
+        ok(grammask_grammar_free(g));
+        ok(grammask_vocab_free(v));
+    }
+}

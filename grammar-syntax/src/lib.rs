@@ -10,6 +10,7 @@
 //! - [`print`]: IR → GBNF text.
 //! - [`structural_tag`]: structural tags (XGrammar's JSON format) → IR.
 //! - [`tools`]: OpenAI-style tools → a structural tag, a system prompt, calls read back.
+//! - [`lazy`]: llama.cpp's lazy grammars (free text until a trigger).
 //! - [`text`]: free text up to a stop string, and its automaton.
 
 #![warn(missing_docs)]
@@ -18,6 +19,7 @@ pub mod analysis;
 pub mod diagnostic;
 pub mod ir;
 pub mod json_schema;
+pub mod lazy;
 pub mod parse;
 pub mod print;
 pub mod regex;

@@ -57,6 +57,19 @@ impl<'g> ReferenceMatcher<'g> {
         nullable_with(&current, &self.nullable)
     }
 
+    /// What `expr` matches after `text`: its derivative by `text` (references to the
+    /// grammar's rules stay references, past the first characters).
+    pub fn derivative(&self, expr: &Expr, text: &str) -> Expr {
+        let mut current = expr.clone();
+        for c in text.chars() {
+            current = self.derive(&current, c, 0);
+            if is_never(&current) {
+                break;
+            }
+        }
+        current
+    }
+
     fn derive(&self, e: &Expr, c: char, depth: usize) -> Expr {
         if depth > MAX_DEPTH {
             return never();
