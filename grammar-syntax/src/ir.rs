@@ -399,6 +399,16 @@ impl GrammarBuilder {
         self.by_name.get(name).copied()
     }
 
+    /// How many rules are declared.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The name of rule `id`.
+    pub fn name(&self, id: RuleId) -> &str {
+        &self.rules[id.index()].name
+    }
+
     /// Whether `id` has a body already.
     pub fn is_defined(&self, id: RuleId) -> bool {
         self.defined[id.index()]

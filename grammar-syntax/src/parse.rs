@@ -440,6 +440,41 @@ impl<'s> Lowerer<'s> {
         Some((min, max))
     }
 
+    /// `%json{...}`: the schema converted with the default options, its rules embedded;
+    /// a schema error is reported at the schema's text with its JSON pointer.
+    fn json_embed(&mut self, pair: Pair<'_, Rule>, offset: usize) -> Expr {
+        let span = Self::span(&pair, offset);
+        let text = pair.as_str().strip_prefix("%json").unwrap_or_default();
+        let value: serde_json::Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error(span, format!("the schema of `%json` is not valid JSON: {e}"));
+                return Expr::Empty;
+            }
+        };
+        match crate::json_schema_to_grammar(&value, &crate::JsonSchemaOptions::default()) {
+            Ok(converted) => {
+                let first = self.builder.rule_count();
+                let prefix = self.builder.fresh_name("json-schema");
+                let root = self.builder.embed(&converted.grammar, &prefix);
+                for i in first..self.builder.rule_count() {
+                    self.names.push(self.builder.name(RuleId::new(i)).to_string());
+                }
+                Expr::Rule(root)
+            }
+            Err(diagnostics) => {
+                for d in diagnostics.0 {
+                    let at = d.pointer.as_deref().unwrap_or("/");
+                    let message = format!("in the schema of `%json`, at {at}: {}", d.message);
+                    let mut e = Diagnostic::error(span, message).with_category(d.category);
+                    e.severity = d.severity;
+                    self.diagnostics.push(e);
+                }
+                Expr::Empty
+            }
+        }
+    }
+
     /// A repetition count (`count_exact`, `count_min`, `count_max` wrap a `number`).
     fn number(&mut self, pair: Pair<'_, Rule>, offset: usize) -> Option<u32> {
         let span = Self::span(&pair, offset);
@@ -484,6 +519,7 @@ impl<'s> Lowerer<'s> {
                 let inner = pair.into_inner().find(|p| p.as_rule() == Rule::alternates);
                 out.push(inner.map_or(Expr::Empty, |p| self.alternates(p, offset)));
             }
+            Rule::json_embed => out.push(self.json_embed(pair, offset)),
             Rule::any_char => out.push(Expr::Class(CharClass::any())),
             Rule::token_ref => out.push(self.tokens(pair, offset)),
             Rule::token_text => {

@@ -7,7 +7,7 @@
 //! `triggered_tags`, `tags_with_separator`, `dispatch`, and the token-level `token`,
 //! `exclude_token`, `any_tokens`, `token_triggered_tags`. The legacy form
 //! `{"type": "structural_tag", "structures": [{"begin", "schema", "end"}], "triggers"}`
-//! is read as `triggered_tags`.
+//! (the `type` may be left out, as vLLM passes it) is read as `triggered_tags`.
 //!
 //! Free text (`any_text`, the text around triggered tags and dispatched patterns) ends
 //! at the first occurrence of the string that follows it: the enclosing tag's `end`,
@@ -56,7 +56,7 @@ pub fn structural_tag_to_grammar(
 ) -> Result<Grammar, Diagnostics> {
     let mut c = Converter { builder: GrammarBuilder::new(), opts, token_id, parts: 0 };
     let expr = match tag.get("type").and_then(Value::as_str) {
-        Some("structural_tag") if tag.get("structures").is_some() => {
+        _ if tag.get("structures").is_some() => {
             let format = legacy_format(tag)?;
             c.format(&format, "", &Follow::End)?.expr
         }

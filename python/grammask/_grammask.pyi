@@ -110,6 +110,22 @@ class Compiler:
     ) -> CompiledGrammar:
         """A JSON Schema as str, dict or pydantic model class. Raises SchemaUnsupported
         for a keyword grammask does not enforce (never skipped silently)."""
+    def compile_structural_tag(self, tag: Any) -> CompiledGrammar:
+        """A structural tag (XGrammar's JSON format) as str, dict or pydantic model; the
+        outer {"type": "structural_tag", "format": ...} may be left out. Raises
+        GrammarError with the JSON pointer of a malformed or unsupported field."""
+    def compile_tools(
+        self,
+        tools: Any,
+        tool_choice: Any = None,
+        *,
+        format: str = "hermes",
+        parallel_tool_calls: bool = False,
+        reasoning: bool = False,
+    ) -> CompiledGrammar:
+        """Tool calls over OpenAI-style tools; tool_choice "auto" (default), "required",
+        "none", a function name or {"type": "function", "function": {"name": ...}};
+        format "hermes" or "llama3"."""
     def compile_gbnf(self, text: str, root: str = "root") -> CompiledGrammar: ...
     def compile_ebnf(self, text: str, root: str = "root") -> CompiledGrammar: ...
     def compile_regex(self, pattern: str) -> CompiledGrammar: ...

@@ -22,8 +22,9 @@ arguments), which calls :func:`register`; registering a name changes nothing unt
 (tests, a custom scheduler), call ``grammask.sglang.register()`` first.
 
 Keys: ``("json", schema)`` (``"$$ANY$$"``: any JSON value), ``("regex", pattern)``,
-``("ebnf", text)`` (GBNF or XGrammar's EBNF, read as EBNF). ``structural_tag`` is not
-supported yet: such a request fails with that message. Errors come back as SGLang's
+``("ebnf", text)`` (GBNF or XGrammar's EBNF, read as EBNF), ``("structural_tag", json)``
+(XGrammar's structural-tag JSON or the legacy ``{"structures", "triggers"}``). Errors
+come back as SGLang's
 ``InvalidGrammarObject`` with the message, which SGLang reports to the client.
 ``--constrained-json-disable-any-whitespace`` selects compact JSON; otherwise JSON
 follows grammask's flexible whitespace. With ``--reasoning-parser``, the backend is
@@ -398,7 +399,10 @@ class GrammaskGrammarBackend(_BackendBase):
         return self._made("ebnf", key_string, lambda: self.compiler.compile_ebnf(key_string))
 
     def dispatch_structural_tag(self, key_string: str) -> Any:
-        return InvalidGrammarObject("grammask: structural tags are not supported yet")
+        # XGrammar's format or the legacy {"structures", "triggers"}, as JSON text.
+        return self._made(
+            "structural_tag", key_string, lambda: self.compiler.compile_structural_tag(key_string)
+        )
 
     def reset(self) -> None:
         super().reset()

@@ -15,7 +15,7 @@ hook for a new name. :func:`register` therefore puts grammask in the place of th
 XGrammar (every one under ``"xgrammar"``, and under ``"auto"`` those that pass the
 request check) are compiled and matched by grammask. The request check, which vLLM runs
 in its front-end process, becomes grammask's (:func:`validate_request`): a constraint
-grammask cannot serve (a structural tag, a Lark grammar, a schema it does not support)
+grammask cannot serve (a Lark grammar, a schema it does not support)
 is refused there, and under ``"auto"`` vLLM falls back to its ``"guidance"`` backend for
 it. vLLM runs its engine in other processes, so the replacement must happen in each: the
 package declares the ``vllm.general_plugins`` entry point ``grammask =
@@ -29,8 +29,9 @@ or, in one Python process, call ``grammask.vllm.register()`` before creating
 
 Request kinds (``StructuredOutputOptions``): ``JSON`` (a JSON Schema's text),
 ``JSON_OBJECT`` (any JSON object), ``REGEX``, ``GRAMMAR`` (GBNF or XGrammar's EBNF, read
-as EBNF, a superset of GBNF; Lark is refused), ``CHOICE`` (a JSON list of strings).
-``STRUCTURAL_TAG`` is not supported yet (:class:`UnsupportedRequest`).
+as EBNF, a superset of GBNF; Lark is refused), ``CHOICE`` (a JSON list of strings),
+``STRUCTURAL_TAG`` (XGrammar's structural-tag JSON, or vLLM's legacy
+``{"structures", "triggers"}``: tool calls and other text with constrained parts).
 
 The engine's ``structured_outputs_config.disable_any_whitespace`` selects compact JSON;
 otherwise JSON follows grammask's flexible whitespace. ``GRAMMASK_CACHE_MB`` sets the
@@ -101,7 +102,7 @@ except ImportError:
 
 
 class UnsupportedRequest(ValueError):
-    """A structured-output request grammask does not serve (a structural tag, a Lark
+    """A structured-output request grammask does not serve (a Lark
     grammar, a malformed choice list)."""
 
 
@@ -154,7 +155,10 @@ def _compile(compiler: "grammask.Compiler", kind: str, spec: str, whitespace: st
     if kind == "CHOICE":
         return compiler.compile_choice(_choices_of(spec))
     if kind == "STRUCTURAL_TAG":
-        raise UnsupportedRequest("structural tags are not supported by grammask yet")
+        # vLLM passes the request's structural tag as JSON text: XGrammar's format
+        # ({"type": "structural_tag", "format": ...}) or the legacy
+        # {"structures": [...], "triggers": [...]}; grammask reads both.
+        return compiler.compile_structural_tag(spec)
     raise UnsupportedRequest(f"unknown structured-output request type {kind!r}")
 
 

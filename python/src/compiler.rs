@@ -157,6 +157,21 @@ impl Compiler {
     }
 }
 
+/// JSON text from a str (as it is), an object with `model_dump_json` (pydantic v2), or a
+/// JSON-serializable value.
+fn json_text(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    if let Ok(s) = value.cast::<PyString>() {
+        return s.extract();
+    }
+    if value.hasattr("model_dump_json")? && !value.is_instance_of::<pyo3::types::PyType>() {
+        return value.call_method0("model_dump_json")?.extract();
+    }
+    let json = value.py().import("json")?;
+    json.getattr("dumps")?.call1((value,))?.extract().map_err(|_| {
+        PyTypeError::new_err(format!("{what}: expected JSON text or a JSON-serializable value"))
+    })
+}
+
 /// The JSON text of a schema given as a str, a JSON-serializable value (dict, bool) or a
 /// pydantic model class.
 fn schema_text(schema: &Bound<'_, PyAny>) -> PyResult<String> {
@@ -269,6 +284,67 @@ impl Compiler {
             ..JsonSchemaOptions::default()
         };
         self.compile(py, "<schema>", &text, |c| c.compile_json_schema(&text, &options))
+    }
+
+    /// Compiles a structural tag (XGrammar's format: free text, tags, triggered tool
+    /// calls), given as JSON text, a dict, or an object with `model_dump_json` (a
+    /// pydantic model such as `xgrammar.StructuralTag`); the outer
+    /// `{"type": "structural_tag", "format": ...}` may be left out.
+    fn compile_structural_tag(
+        &self,
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+    ) -> PyResult<CompiledGrammar> {
+        let text = json_text(tag, "tag")?;
+        self.compile(py, "<structural tag>", &text, |c| {
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                CompileError::Grammar(grammask::Diagnostics::one(grammask::Diagnostic::global(
+                    format!("the structural tag is not valid JSON: {e}"),
+                )))
+            })?;
+            c.compile_structural_tag(&value, &Default::default())
+        })
+    }
+
+    /// Compiles the tool calls of OpenAI-style `tools` (a list of
+    /// `{"type": "function", "function": {...}}`, as JSON text or Python values):
+    /// `tool_choice` `"auto"`, `"required"`, `"none"`, a function's name or
+    /// `{"type": "function", "function": {"name": ...}}`; `format` `"hermes"` (Qwen,
+    /// ChatML models) or `"llama3"`; `parallel_tool_calls`; `reasoning`: a
+    /// `<think>…</think>` block first.
+    #[pyo3(signature = (tools, tool_choice=None, *, format="hermes", parallel_tool_calls=false, reasoning=false))]
+    fn compile_tools(
+        &self,
+        py: Python<'_>,
+        tools: &Bound<'_, PyAny>,
+        tool_choice: Option<&Bound<'_, PyAny>>,
+        format: &str,
+        parallel_tool_calls: bool,
+        reasoning: bool,
+    ) -> PyResult<CompiledGrammar> {
+        use grammask::syntax::{ToolCallFormat, ToolChoice, ToolsOptions};
+        let text = json_text(tools, "tools")?;
+        let choice = match tool_choice {
+            None => ToolChoice::Auto,
+            Some(c) => {
+                let value: serde_json::Value = serde_json::from_str(&json_text(c, "tool_choice")?)
+                    .map_err(|e| PyValueError::new_err(format!("tool_choice: {e}")))?;
+                ToolChoice::from_value(&value)
+                    .map_err(|d| PyValueError::new_err(format!("tool_choice: {d}")))?
+            }
+        };
+        let format = ToolCallFormat::from_name(format).ok_or_else(|| {
+            PyValueError::new_err(format!("format={format:?}: expected \"hermes\" or \"llama3\""))
+        })?;
+        let options = ToolsOptions { format, choice, parallel: parallel_tool_calls, reasoning };
+        self.compile(py, "<tools>", &text, |c| {
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                CompileError::Grammar(grammask::Diagnostics::one(grammask::Diagnostic::global(
+                    format!("the tools are not valid JSON: {e}"),
+                )))
+            })?;
+            c.compile_tools(&value, &options)
+        })
     }
 
     /// Compiles GBNF (llama.cpp's dialect) whose root rule is `root`.

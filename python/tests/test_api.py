@@ -259,3 +259,56 @@ def test_torch_tensors(compiler: grammask.Compiler, o200k: grammask.Vocabulary) 
         m.fill_next_token_bitmask(torch.zeros((1, 10), dtype=torch.int32))
     with pytest.raises(ValueError):
         m.fill_next_token_bitmask(torch.zeros((1, grammask.bitmask_size(o200k.vocab_size)), dtype=torch.int64))
+
+
+WEATHER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+def test_structural_tags_and_tools(compiler: grammask.Compiler) -> None:
+    tag = {
+        "type": "structural_tag",
+        "format": {
+            "type": "sequence",
+            "elements": [
+                {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+                {"type": "const_string", "value": "Answer: "},
+                {"type": "regex", "pattern": "[0-9]+"},
+            ],
+        },
+    }
+    for given in (tag, json.dumps(tag), tag["format"]):
+        m = grammask.Matcher(compiler.compile_structural_tag(given))
+        assert m.accept_string("<think>2 + 2 is </thin> 4</think>Answer: 4") and m.can_terminate()
+        assert not grammask.Matcher(compiler.compile_structural_tag(given)).accept_string(
+            "<think>x</think>y</think>"
+        )
+    with pytest.raises(grammask.GrammarError) as info:
+        compiler.compile_structural_tag({"type": "tag", "begin": "<a>", "content": {"type": "nope"}, "end": "</a>"})
+    assert info.value.pointer == "/content/type"
+
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    required = grammask.Matcher(compiler.compile_tools(WEATHER_TOOLS, "required"))
+    assert not required.accept_string("Sure: ")  # a call and nothing else
+    assert required.accept_string(call) and required.can_terminate()
+    auto = grammask.Matcher(compiler.compile_tools(json.dumps(WEATHER_TOOLS)))
+    assert auto.accept_string("Let me check. " + call) and auto.can_terminate()
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    llama = compiler.compile_tools(WEATHER_TOOLS, named, format="llama3", reasoning=True)
+    m = grammask.Matcher(llama)
+    assert m.accept_string('<think>Oslo.</think>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}')
+    assert m.can_terminate()
+    with pytest.raises(grammask.GrammarError, match="not among the tools"):
+        compiler.compile_tools(WEATHER_TOOLS, "get_time")

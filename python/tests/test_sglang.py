@@ -271,10 +271,29 @@ def test_errors_are_invalid_grammar_objects(backend):
     assert isinstance(backend.dispatch_ebnf('root ::= "a" missing'), gs.InvalidGrammarObject)
     assert isinstance(backend.dispatch_regex("(a"), gs.InvalidGrammarObject)
     tag = backend.dispatch_structural_tag('{"structures": [], "triggers": []}')
-    assert isinstance(tag, gs.InvalidGrammarObject) and "not supported" in tag.error_message
+    assert isinstance(tag, gs.InvalidGrammarObject) and "trigger" in tag.error_message
     # Through the key dispatch too.
     value, hit = backend.get_cached_or_future_value(("structural_tag", "{}"), False)
     assert not hit and isinstance(value.result(timeout=60), gs.InvalidGrammarObject)
+
+
+def test_structural_tag_requests(backend, vocab, encode):
+    legacy = {
+        "structures": [{"begin": "<tool_call>", "schema": SCHEMA, "end": "</tool_call>"}],
+        "triggers": ["<tool_call>"],
+    }
+    value, hit = backend.get_cached_or_future_value(("structural_tag", json.dumps(legacy)), False)
+    grammar = value.result(timeout=60)
+    assert not hit and not isinstance(grammar, gs.InvalidGrammarObject), grammar
+    call = "<tool_call>" + json.dumps({"name": "x", "age": 1}) + "</tool_call>"
+    for token in encode("Sure. " + call):
+        grammar.accept_token(token)
+    grammar.accept_token(vocab.stop_token_ids[0])
+    assert grammar.is_terminated()
+    fresh = grammar.copy()
+    with pytest.raises(ValueError, match="not allowed"):
+        for token in encode("<tool_call>oops"):
+            fresh.accept_token(token)
 
 
 def test_reset_vocab_mask_and_compact_json(vocab, encode):

@@ -346,9 +346,43 @@ def test_choice(vocab, encode):
     assert g.accept_tokens("r", [vocab.stop_token_ids[0]])
 
 
+TOOL_TAG = {
+    "type": "structural_tag",
+    "format": {
+        "type": "triggered_tags",
+        "triggers": ["<tool_call>"],
+        "tags": [
+            {
+                "type": "tag",
+                "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
+                "content": {"type": "json_schema", "json_schema": SCHEMA},
+                "end": "}\n</tool_call>",
+            }
+        ],
+    },
+}
+
+
+def test_structural_tags(vocab, encode):
+    backend = backend_for(vocab)
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"name": "x", "age": 1}}\n</tool_call>'
+    grammar = backend.compile_grammar(Options.STRUCTURAL_TAG, json.dumps(TOOL_TAG))
+    drive(vocab, encode, grammar, "Let me look. " + call + " Done.")
+    # vLLM's legacy form, as its front end passes it.
+    legacy = {
+        "structures": [{"begin": "<tool_call>", "schema": SCHEMA, "end": "</tool_call>"}],
+        "triggers": ["<tool_call>"],
+    }
+    grammar = backend.compile_grammar(Options.STRUCTURAL_TAG, json.dumps(legacy))
+    drive(vocab, encode, grammar, 'Text <tool_call>{"name": "x", "age": 1}</tool_call>')
+    g = backend.compile_grammar(Options.STRUCTURAL_TAG, json.dumps(legacy))
+    assert g.accept_tokens("r", encode("Text "))
+    assert not g.accept_tokens("r", encode("<tool_call>oops"))
+
+
 def test_unsupported_requests_raise_clear_errors(vocab):
     backend = backend_for(vocab)
-    with pytest.raises(gv.UnsupportedRequest, match="structural tag"):
+    with pytest.raises(grammask.GrammarError, match="trigger"):
         backend.compile_grammar(Options.STRUCTURAL_TAG, '{"structures": [], "triggers": []}')
     with pytest.raises(gv.UnsupportedRequest, match="Lark"):
         backend.compile_grammar(Options.GRAMMAR, 'start: "a" | "b"\n')
