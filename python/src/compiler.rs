@@ -326,6 +326,9 @@ impl Compiler {
         let text = json_text(tools, "tools")?;
         let choice = match tool_choice {
             None => ToolChoice::Auto,
+            Some(c) if c.is_instance_of::<PyString>() => {
+                ToolChoice::from_name(&c.extract::<String>()?)
+            }
             Some(c) => {
                 let value: serde_json::Value = serde_json::from_str(&json_text(c, "tool_choice")?)
                     .map_err(|e| PyValueError::new_err(format!("tool_choice: {e}")))?;

@@ -285,7 +285,7 @@ def test_structural_tag_requests(backend, vocab, encode):
     value, hit = backend.get_cached_or_future_value(("structural_tag", json.dumps(legacy)), False)
     grammar = value.result(timeout=60)
     assert not hit and not isinstance(grammar, gs.InvalidGrammarObject), grammar
-    call = "<tool_call>" + json.dumps({"name": "x", "age": 1}) + "</tool_call>"
+    call = "<tool_call>" + json.dumps(DOCUMENT) + "</tool_call>"
     for token in encode("Sure. " + call):
         grammar.accept_token(token)
     grammar.accept_token(vocab.stop_token_ids[0])
