@@ -126,7 +126,8 @@ fn malformed_tags_are_refused_with_their_pointer() {
             r#"{"type": "sequence", "elements": [{"type": "const_string", "value": 1}]}"#,
             "/elements/0/value",
         ),
-        (r#"{"type": "any_text", "max_tokens": 5}"#, "/max_tokens"),
+        (r#"{"type": "any_text", "max_chars": 5}"#, "/max_chars"),
+        (r#"{"type": "any_text", "max_tokens": -1}"#, "/max_tokens"),
         (
             r#"{"type": "tag", "begin": "<a>", "content": {"type": "any_text"}, "end": "</a>", "extra": 1}"#,
             "/extra",
@@ -145,4 +146,132 @@ fn malformed_tags_are_refused_with_their_pointer() {
         let grammask::CompileError::Grammar(d) = &err else { panic!("{tag}: {err}") };
         assert_eq!(d.0[0].pointer.as_deref(), Some(pointer), "{tag}: {err}");
     }
+}
+
+/// The bytes the byte-level matcher allows next (a byte vocabulary: token `b` is byte `b`).
+fn allowed_bytes(matcher: &Matcher) -> Vec<u8> {
+    let mut mask = vec![0u32; grammask::bitmask_len(256)];
+    matcher.fill_next_token_bitmask(&mut mask).unwrap();
+    (0..=255u8).filter(|&b| grammask::get_bit(&mask, u32::from(b))).collect()
+}
+
+#[test]
+fn free_text_stays_within_its_token_budget() {
+    let compiler = Compiler::new(&byte_vocabulary());
+    let tag: Value = serde_json::from_str(
+        r#"{"type": "structural_tag", "format": {"type": "sequence", "elements": [
+            {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "max_tokens": 3}, "end": "</think>"},
+            {"type": "any_text", "max_tokens": 2}]}}"#,
+    )
+    .unwrap();
+    let compiled = compiler
+        .compile_structural_tag(&tag, &grammask::syntax::StructuralTagOptions::default())
+        .unwrap();
+    let mut m = Matcher::new(compiled.clone());
+    for b in b"<think>ab" {
+        m.accept_token(u32::from(*b)).unwrap();
+    }
+    let a = allowed_bytes(&m);
+    assert!(
+        a.len() > 100,
+        "two tokens of the budget spent: free text goes on: {}",
+        String::from_utf8_lossy(&a)
+    );
+    m.accept_token(u32::from(b'c')).unwrap();
+    // Three tokens spent: only the way to `</think>`.
+    assert_eq!(allowed_bytes(&m), b"<");
+    assert!(m.accept_token(u32::from(b'd')).is_err(), "a refused token changes nothing");
+    m.accept_token(u32::from(b'<')).unwrap();
+    assert_eq!(allowed_bytes(&m), b"/", "a string begun is read to its end");
+    for b in b"/think>" {
+        m.accept_token(u32::from(*b)).unwrap();
+    }
+    // The next free text has a budget of its own.
+    m.accept_token(u32::from(b'x')).unwrap();
+    m.accept_token(u32::from(b'y')).unwrap();
+    assert!(m.can_terminate());
+    assert!(allowed_bytes(&m).is_empty(), "spent at the end of the output: only the end");
+    m.rollback(1).unwrap();
+    assert!(allowed_bytes(&m).len() > 100, "rollback restores the count");
+    // Text given as bytes spends no budget (as XGrammar's accept_string).
+    let mut m = Matcher::new(compiled);
+    m.accept_string("<think>a long thought</think>").unwrap();
+    assert!(m.can_terminate());
+}
+
+/// On Llama-3: a `<think>` block with a budget of 8 tokens, then a tool call. The model
+/// "thinks" in tokens of plain text; once the budget is spent, at every step the mask
+/// equals the per-token check (a fork accepting each id), allows no plain text, and the
+/// walk ends the thinking on the tokens the mask allows.
+#[test]
+fn budgets_on_llama3_masks_equal_the_per_token_check() {
+    let Some(dir) = std::env::var_os("GRAMMASK_TOKENIZERS") else {
+        eprintln!("SKIPPED: budgets on llama3: GRAMMASK_TOKENIZERS is not set (scripts/fetch-tokenizers.sh)");
+        return;
+    };
+    let path = std::path::Path::new(&dir).join("llama3/tokenizer.json");
+    if !path.is_file() {
+        eprintln!("SKIPPED: budgets on llama3: {} is missing", path.display());
+        return;
+    }
+    let vocab = grammask::Vocabulary::from_tokenizer_json(&path).unwrap();
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "get_time",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    let options = grammask::syntax::ToolsOptions {
+        choice: grammask::syntax::ToolChoice::Required,
+        reasoning: true,
+        max_reasoning_tokens: Some(8),
+        ..Default::default()
+    };
+    let compiled = Compiler::new(&vocab).compile_tools(&tools, &options).unwrap();
+    let id =
+        |text: &str| vocab.token_id(text.as_bytes()).unwrap_or_else(|| panic!("token {text:?}"));
+    let mut m = Matcher::new(compiled);
+    m.accept_token(id("<")).unwrap();
+    m.accept_token(id("think")).unwrap();
+    m.accept_token(id(">")).unwrap();
+    let words = [" The", " user", " wants", " the", " time", " in", " Oslo", "."];
+    let mut mask = vec![0u32; grammask::bitmask_len(vocab.vocab_size())];
+    let check = |m: &Matcher, mask: &[u32]| {
+        let mut allowed = 0;
+        for t in 0..vocab.vocab_size() as u32 {
+            let by_fork =
+                if vocab.is_stop(t) { m.can_terminate() } else { m.fork().accept_token(t).is_ok() };
+            assert_eq!(grammask::get_bit(mask, t), by_fork, "token {t} {:?}", vocab.token_bytes(t));
+            allowed += usize::from(by_fork);
+        }
+        allowed
+    };
+    for w in words {
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        assert!(grammask::get_bit(&mask, id(w)), "{w:?} within the budget");
+        m.accept_token(id(w)).unwrap();
+    }
+    // Spent: nothing but the way out of the thinking.
+    m.fill_next_token_bitmask(&mut mask).unwrap();
+    let allowed = check(&m, &mask);
+    assert!(allowed > 0 && allowed < 2_000, "{allowed} tokens allowed once the budget is spent");
+    assert!(!grammask::get_bit(&mask, id(" And")));
+    // Any allowed token reads on towards `</think>`: the thinking ends within as many
+    // tokens as `</think>\n\n` has characters.
+    let mut text = Vec::new();
+    for step in 0.. {
+        assert!(
+            step < 10,
+            "the thinking goes on after its budget: {}",
+            String::from_utf8_lossy(&text)
+        );
+        m.fill_next_token_bitmask(&mut mask).unwrap();
+        check(&m, &mask);
+        let next = (0..vocab.vocab_size() as u32)
+            .find(|&t| grammask::get_bit(&mask, t) && !vocab.is_stop(t))
+            .expect("the mask is never empty before the end");
+        m.accept_token(next).unwrap();
+        text.extend_from_slice(vocab.token_bytes(next).unwrap());
+        if text.windows(8).any(|w| w == b"</think>") {
+            break;
+        }
+    }
+    m.fill_next_token_bitmask(&mut mask).unwrap();
+    assert!(check(&m, &mask) > 0);
 }

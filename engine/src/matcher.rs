@@ -9,6 +9,7 @@
 //! Every accepted token pushes an O(1) snapshot on the history,
 //! so [`Matcher::rollback`] restores exactly an earlier state.
 
+use crate::automaton::TextBudget;
 use crate::compiler::CompiledGrammar;
 use crate::error::MatchError;
 use crate::mask;
@@ -22,6 +23,18 @@ use std::sync::Arc;
 struct Snapshot {
     stacks: Arc<[Stack]>,
     terminated: bool,
+    /// Tokens accepted since the one that entered the free text the matcher stands in
+    /// (0 outside free text with a token budget).
+    free_tokens: u32,
+}
+
+/// Where a matcher stands in budgeted free text: the budget, whether a string that ends
+/// the text has begun, and which text (rule and region).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct InText {
+    tokens: u32,
+    read: u32,
+    region: (usize, u32),
 }
 
 /// Matches one token sequence against a compiled grammar.
@@ -56,8 +69,11 @@ impl Matcher {
     /// [`Matcher::rollback`] instead of the grammar's `max_rollback` limit (a runtime
     /// that rolls back only rejected draft tokens keeps a few).
     pub fn with_max_rollback(grammar: Arc<CompiledGrammar>, max_rollback: usize) -> Matcher {
-        let current =
-            Snapshot { stacks: Arc::from(vec![grammar.initial.clone()]), terminated: false };
+        let current = Snapshot {
+            stacks: Arc::from(vec![grammar.initial.clone()]),
+            terminated: false,
+            free_tokens: 0,
+        };
         Matcher { grammar, current, history: im::Vector::new(), max_rollback }
     }
 
@@ -89,7 +105,86 @@ impl Matcher {
             return Ok(());
         }
         let closure = self.close(&self.current.stacks)?;
-        mask::fill(&self.grammar, &closure, bitmask)
+        mask::fill(&self.grammar, &closure, bitmask)?;
+        if let Some(first_bytes) = &self.grammar.budget_bytes {
+            if self.budget_spent(&closure) {
+                self.keep_leaving_tokens(&closure, first_bytes, bitmask);
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the configurations stand in budgeted free text: every top in such text, the
+    /// budgets combined; `None` when some top is elsewhere.
+    fn text_budget(&self, configs: &[Stack]) -> Option<InText> {
+        let mut out: Option<InText> = None;
+        for c in configs {
+            let t: TextBudget = self.grammar.dfa(c.top).text_budget(c.top.state)?;
+            let here =
+                InText { tokens: t.tokens, read: t.read, region: (c.top.rule.index(), t.region) };
+            out = Some(match out {
+                None => here,
+                Some(o) => InText {
+                    tokens: o.tokens.min(here.tokens),
+                    read: o.read.max(here.read),
+                    region: o.region.min(here.region),
+                },
+            });
+        }
+        (!configs.is_empty()).then_some(out).flatten()
+    }
+
+    /// Whether the free text the matcher stands in has spent its token budget.
+    fn budget_spent(&self, closure: &Closure) -> bool {
+        self.text_budget(&closure.configs).is_some_and(|b| self.current.free_tokens >= b.tokens)
+    }
+
+    /// Once the budget is spent: clears every allowed token but the stop tokens and those
+    /// that leave the free text or read more of a string that ends it (its end string or
+    /// a trigger), as [`Matcher::step_token`] decides: the text then ends within as many
+    /// tokens as the string has characters. Leaving from free text (not from a string begun)
+    /// reads the first byte of such a string, so only tokens holding one are tried.
+    fn keep_leaving_tokens(
+        &self,
+        closure: &Closure,
+        first_bytes: &[bool; 256],
+        bitmask: &mut [u32],
+    ) {
+        let vocab = &self.grammar.vocab;
+        let before = self.text_budget(&closure.configs);
+        let begun = before.is_some_and(|t| t.read > 0);
+        // With a string begun, the first bytes that read on in it (or leave the text).
+        let mut onward = [false; 256];
+        if begun {
+            for b in 0..=255u8 {
+                let stacks = step_byte(&self.grammar, &closure.configs, b);
+                if stacks.is_empty() {
+                    continue;
+                }
+                let after = self.close(&stacks).ok().and_then(|c| self.text_budget(&c.configs));
+                onward[b as usize] = match (after, before) {
+                    (Some(a), Some(b)) => a.read > b.read || a.region != b.region,
+                    _ => true,
+                };
+            }
+        }
+        for w in 0..bitmask.len() {
+            let mut bits = bitmask[w];
+            while bits != 0 {
+                let bit = bits.trailing_zeros();
+                bits &= bits - 1;
+                let id = (w as u32) * 32 + bit;
+                if vocab.is_stop(id) {
+                    continue;
+                }
+                let bytes = vocab.token_bytes(id).unwrap_or_default();
+                let may_leave = bytes.first().is_some_and(|&b| onward[b as usize])
+                    || bytes.iter().any(|&b| first_bytes[b as usize]);
+                if !may_leave || self.step_token(id).is_err() {
+                    bitmask[w] &= !(1 << bit);
+                }
+            }
+        }
     }
 
     /// Accepts one token. A token that is not allowed (or out of range) is refused with
@@ -114,8 +209,15 @@ impl Matcher {
         }
         let closure = self.close(&self.current.stacks)?;
         if vocab.stop_tokens().contains(&id) && closure.can_end {
-            return Ok(Snapshot { stacks: self.current.stacks.clone(), terminated: true });
+            return Ok(Snapshot {
+                stacks: self.current.stacks.clone(),
+                terminated: true,
+                free_tokens: self.current.free_tokens,
+            });
         }
+        let budgeted = self.grammar.budget_bytes.is_some();
+        let before = if budgeted { self.text_budget(&closure.configs) } else { None };
+        let mut left = budgeted && before.is_none();
         let mut next: Vec<Stack> = Vec::new();
         // Tokens named by the grammar (`<[id]>`); padding ids never match.
         let is_token = vocab.kind(id).is_some();
@@ -131,7 +233,8 @@ impl Matcher {
         if vocab.kind(id).is_some_and(|k| k.is_text()) && !vocab.is_stop(id) {
             let bytes = vocab.token_bytes(id).unwrap_or_default();
             if !bytes.is_empty() {
-                if let Some(stacks) = self.step_bytes(&closure, bytes)? {
+                let track = budgeted.then_some(&mut left);
+                if let Some(stacks) = self.step_bytes(&closure, bytes, track)? {
                     next.extend(stacks);
                 }
             }
@@ -139,7 +242,25 @@ impl Matcher {
         if next.is_empty() {
             return Err(MatchError::TokenRejected { id });
         }
-        Ok(Snapshot { stacks: dedup(next), terminated: false })
+        let stacks = dedup(next);
+        let mut free_tokens = 0;
+        if budgeted {
+            let after = self.text_budget(&self.close(&stacks)?.configs);
+            // Another text than the one the token started in: it left that one.
+            left |= after.zip(before).is_some_and(|(a, b)| a.region != b.region);
+            let leaves = left || after.is_none();
+            let reads_on = after.zip(before).is_some_and(|(a, b)| a.read > b.read);
+            if self.budget_spent(&closure) && !leaves && !reads_on {
+                // The budget is spent, and the token neither leaves the text nor reads
+                // more of the string that ends it.
+                return Err(MatchError::TokenRejected { id });
+            }
+            // The token that enters a text does not count against its budget.
+            if after.is_some() && !left {
+                free_tokens = self.current.free_tokens.saturating_add(1);
+            }
+        }
+        Ok(Snapshot { stacks, terminated: false, free_tokens })
     }
 
     /// Accepts raw bytes (for text that is not tokenized, such as a forced prefix). Counts
@@ -150,14 +271,28 @@ impl Matcher {
             return Err(MatchError::Terminated);
         }
         let mut stacks: Vec<Stack> = self.current.stacks.to_vec();
+        // Bytes given as text do not spend a token budget (a budget counts tokens); text
+        // that leaves the free text ends its count.
+        let budgeted = self.grammar.budget_bytes.is_some();
+        let mut left = false;
+        let before = if budgeted { self.text_budget(&self.close(&stacks)?.configs) } else { None };
         for (offset, &b) in bytes.iter().enumerate() {
             let closure = self.close(&stacks)?;
+            left |= budgeted && self.text_budget(&closure.configs).is_none();
             stacks = step_byte(&self.grammar, &closure.configs, b);
             if stacks.is_empty() {
                 return Err(MatchError::BytesRejected { offset });
             }
         }
-        self.push(Snapshot { stacks: dedup(stacks), terminated: false });
+        let stacks = dedup(stacks);
+        let mut free_tokens = if left { 0 } else { self.current.free_tokens };
+        if budgeted {
+            let after = self.text_budget(&self.close(&stacks)?.configs);
+            if after.is_none() || after.zip(before).is_some_and(|(a, b)| a.region != b.region) {
+                free_tokens = 0;
+            }
+        }
+        self.push(Snapshot { stacks, terminated: false, free_tokens });
         Ok(())
     }
 
@@ -289,11 +424,13 @@ impl Matcher {
         }
     }
 
-    /// Reads `bytes` from a closure; `None` when some byte is refused.
+    /// Reads `bytes` from a closure; `None` when some byte is refused. With `left`, sets
+    /// it when some byte is read where the matcher is not in budgeted free text.
     fn step_bytes(
         &self,
         closure: &Closure,
         bytes: &[u8],
+        mut left: Option<&mut bool>,
     ) -> Result<Option<Vec<Stack>>, MatchError> {
         let mut stacks = step_byte(&self.grammar, &closure.configs, bytes[0]);
         for &b in &bytes[1..] {
@@ -301,6 +438,9 @@ impl Matcher {
                 return Ok(None);
             }
             let closure = self.close(&stacks)?;
+            if let Some(left) = left.as_deref_mut() {
+                *left |= self.text_budget(&closure.configs).is_none();
+            }
             stacks = step_byte(&self.grammar, &closure.configs, b);
         }
         Ok((!stacks.is_empty()).then_some(stacks))

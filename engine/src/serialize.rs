@@ -13,7 +13,7 @@ use crate::compiler::Limits;
 use grammask_syntax::ir::{CharClass, Expr, Grammar, Rule, RuleId, Span, TokenSet};
 
 const MAGIC: &[u8; 8] = b"GRAMMASK";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Deepest expression nesting accepted when loading.
 const MAX_DEPTH: usize = 10_000;
 
@@ -282,6 +282,7 @@ fn write_expr(w: &mut Writer, e: &Expr) {
             w.u32(text.until.map_or(u32::MAX, |i| i as u32));
             w.len(text.avoid.len());
             text.avoid.iter().for_each(|s| w.slice(s.as_bytes()));
+            w.u32(text.max_tokens.unwrap_or(u32::MAX));
         }
     }
 }
@@ -350,10 +351,11 @@ fn read_expr(r: &mut Reader<'_>, n_rules: usize, depth: usize) -> Result<Expr, L
                 })
                 .collect::<Result<Vec<_>, LoadError>>()?;
             let until = (until != u32::MAX).then_some(until as usize);
+            let max_tokens = Some(r.u32()?).filter(|&m| m != u32::MAX);
             if avoid.iter().any(String::is_empty) || until.is_some_and(|i| i >= avoid.len()) {
                 return Err("malformed free text".into());
             }
-            Expr::Text(Box::new(grammask_syntax::ir::FreeText { avoid, until }))
+            Expr::Text(Box::new(grammask_syntax::ir::FreeText { avoid, until, max_tokens }))
         }
         t => return Err(format!("bad expression tag {t}")),
     })

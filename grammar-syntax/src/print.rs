@@ -351,5 +351,8 @@ fn print_text(out: &mut String, text: &crate::text::FreeText) {
         out.push_str(" -> ");
         out.push_str(&quote(until));
     }
+    if let Some(max) = text.max_tokens {
+        let _ = write!(out, "; max_tokens {max}");
+    }
     out.push(')');
 }

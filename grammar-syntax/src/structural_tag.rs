@@ -33,6 +33,10 @@ pub struct StructuralTagOptions {
     /// The default is XGrammar's for structural tags: any run of whitespace between JSON
     /// tokens, and no properties beyond those a schema lists (`strict`).
     pub json: JsonSchemaOptions,
+    /// The token budget of free text that sets none (an `any_text` without `max_tokens`,
+    /// the text around triggered tags and dispatched patterns); default `None`, no bound
+    /// (XGrammar's default).
+    pub max_free_text_tokens: Option<u32>,
 }
 
 impl Default for StructuralTagOptions {
@@ -42,7 +46,7 @@ impl Default for StructuralTagOptions {
             strict: true,
             ..JsonSchemaOptions::default()
         };
-        StructuralTagOptions { json }
+        StructuralTagOptions { json, max_free_text_tokens: None }
     }
 }
 
@@ -315,10 +319,10 @@ impl Converter<'_> {
             }
             "any_text" => {
                 allow_fields(obj, ptr, &["type", "excludes", "max_tokens", "max_chars"])?;
-                no_budget(obj, ptr, "max_tokens")?;
                 no_budget(obj, ptr, "max_chars")?;
                 let excludes = strings(obj, ptr, "excludes")?;
-                free_text(Vec::new(), excludes, follow)
+                let budget = self.max_tokens(obj, ptr)?.or(self.opts.max_free_text_tokens);
+                free_text(Vec::new(), excludes, follow, budget)
             }
             "sequence" => {
                 allow_fields(obj, ptr, &["type", "elements"])?;
@@ -416,9 +420,12 @@ impl Converter<'_> {
                     &["type", "exclude_tokens"]
                 };
                 allow_fields(obj, ptr, allowed)?;
-                no_budget(obj, ptr, "max_tokens")?;
                 let set = Expr::Tokens(self.token_set(obj, ptr, "exclude_tokens", true)?);
-                Part::plain(if kind == "any_tokens" { Expr::star(set) } else { set })
+                Part::plain(match (kind, self.max_tokens(obj, ptr)?) {
+                    ("any_tokens", Some(max)) => Expr::repeat(set, 0, Some(max)),
+                    ("any_tokens", None) => Expr::star(set),
+                    _ => set,
+                })
             }
             "token_triggered_tags" => {
                 allow_fields(
@@ -440,6 +447,19 @@ impl Converter<'_> {
             }
             other => return Err(error(&sub("type"), format!("unknown format type `{other}`"))),
         })
+    }
+
+    /// A format's `max_tokens` (absent or null: none).
+    fn max_tokens(&self, obj: &Map<String, Value>, ptr: &str) -> Result<Option<u32>, Diagnostics> {
+        match obj.get("max_tokens") {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_u64().and_then(|n| u32::try_from(n).ok()).map(Some).ok_or_else(|| {
+                error(
+                    &format!("{ptr}/max_tokens"),
+                    "`max_tokens` must be an integer from 0 to 2^32-1",
+                )
+            }),
+        }
     }
 
     /// Embeds a converted grammar; returns its root's copy.
@@ -649,10 +669,12 @@ impl Converter<'_> {
         Ok(match (at_least_one, stop_after_first) {
             (true, true) => Part::plain(first),
             (true, false) => {
-                let rest = dispatched(arms, excludes, true, follow);
+                let rest = dispatched(arms, excludes, true, follow, self.opts.max_free_text_tokens);
                 Part { expr: Expr::seq(vec![first, rest.expr]), absorbed: rest.absorbed }
             }
-            (false, stop) => dispatched(arms, excludes, !stop, follow),
+            (false, stop) => {
+                dispatched(arms, excludes, !stop, follow, self.opts.max_free_text_tokens)
+            }
         })
     }
 
@@ -695,7 +717,7 @@ impl Converter<'_> {
             Follow::End => Follow::End,
             _ => Follow::Other,
         };
-        Ok(dispatched(arms, excludes, repeat, &follow))
+        Ok(dispatched(arms, excludes, repeat, &follow, self.opts.max_free_text_tokens))
     }
 
     fn token_triggered_tags(
@@ -762,23 +784,35 @@ fn avoid_list(
 }
 
 /// The free text that ends a format: up to the follow string (absorbed), or to the end.
-fn text_end(avoid: &[String], ends: std::ops::Range<usize>, follow: &Follow) -> Part {
+fn text_end(
+    avoid: &[String],
+    ends: std::ops::Range<usize>,
+    follow: &Follow,
+    budget: Option<u32>,
+) -> Part {
     match follow {
         Follow::Strings(_) => {
-            let texts =
-                ends.map(|i| Expr::Text(Box::new(FreeText::until(avoid.to_vec(), i)))).collect();
+            let text = |i| FreeText::until(avoid.to_vec(), i).with_max_tokens(budget);
+            let texts = ends.map(|i| Expr::Text(Box::new(text(i)))).collect();
             Part { expr: Expr::choice(texts), absorbed: true }
         }
         Follow::End | Follow::Other => {
-            Part::plain(Expr::Text(Box::new(FreeText::avoiding(avoid.to_vec()))))
+            let text = FreeText::avoiding(avoid.to_vec()).with_max_tokens(budget);
+            Part::plain(Expr::Text(Box::new(text)))
         }
     }
 }
 
-/// `any_text`: free text avoiding `excludes`, ended by what follows it.
-fn free_text(patterns: Vec<String>, excludes: Vec<String>, follow: &Follow) -> Part {
+/// `any_text`: free text avoiding `excludes`, ended by what follows it, within `budget`
+/// tokens.
+fn free_text(
+    patterns: Vec<String>,
+    excludes: Vec<String>,
+    follow: &Follow,
+    budget: Option<u32>,
+) -> Part {
     let (avoid, ends) = avoid_list(&patterns, &excludes, follow);
-    text_end(&avoid, ends, follow)
+    text_end(&avoid, ends, follow, budget)
 }
 
 /// Free text in which each pattern is followed by its expression. With `repeat`, free
@@ -789,18 +823,18 @@ fn dispatched(
     excludes: Vec<String>,
     repeat: bool,
     follow: &Follow,
+    budget: Option<u32>,
 ) -> Part {
     let patterns: Vec<String> = arms.iter().map(|(p, _)| p.clone()).collect();
     let (avoid, ends) = avoid_list(&patterns, &excludes, follow);
+    let text = |i| FreeText::until(avoid.clone(), i).with_max_tokens(budget);
     let step = Expr::choice(
         arms.into_iter()
             .enumerate()
-            .map(|(i, (_, e))| {
-                Expr::seq(vec![Expr::Text(Box::new(FreeText::until(avoid.clone(), i))), e])
-            })
+            .map(|(i, (_, e))| Expr::seq(vec![Expr::Text(Box::new(text(i))), e]))
             .collect(),
     );
-    let end = text_end(&avoid, ends, follow);
+    let end = text_end(&avoid, ends, follow, budget);
     if repeat {
         Part { expr: Expr::seq(vec![Expr::star(step), end.expr]), absorbed: end.absorbed }
     } else {

@@ -26,6 +26,10 @@ pub struct FreeText {
     /// The index in `avoid` of the string that follows the text (read as part of it), or
     /// `None`: the text ends anywhere.
     pub until: Option<usize>,
+    /// The most tokens the text may take (its budget), `None` for no bound. A matcher
+    /// that has spent it in this text allows only tokens that go on to end it: towards
+    /// its end string (or a trigger), out of it, or the end of the output.
+    pub max_tokens: Option<u32>,
 }
 
 /// Where an edge of a [`TextAutomaton`] leads.
@@ -43,6 +47,8 @@ pub struct TextState {
     /// Classes with their targets; a character may lead to several (the automaton is
     /// nondeterministic where the end string may start).
     pub edges: Vec<(CharClass, TextTarget)>,
+    /// How many characters of the end string this state has read (0: a free state).
+    pub read: usize,
 }
 
 /// The automaton of a [`FreeText`]: the free states (the first `free`, one per proper
@@ -61,13 +67,19 @@ pub struct TextAutomaton {
 impl FreeText {
     /// Free text holding none of `avoid`, ending anywhere.
     pub fn avoiding(avoid: Vec<String>) -> FreeText {
-        FreeText { avoid, until: None }
+        FreeText { avoid, until: None, max_tokens: None }
     }
 
     /// Free text up to the first occurrence of any of `avoid`, which must be
     /// `avoid[until]`, that string included.
     pub fn until(avoid: Vec<String>, until: usize) -> FreeText {
-        FreeText { avoid, until: Some(until) }
+        FreeText { avoid, until: Some(until), max_tokens: None }
+    }
+
+    /// The same text with the budget `max_tokens`.
+    pub fn with_max_tokens(mut self, max_tokens: Option<u32>) -> FreeText {
+        self.max_tokens = max_tokens;
+        self
     }
 
     /// The automaton.
@@ -192,7 +204,7 @@ impl TextAutomaton {
                     ))
                 }));
                 edges.retain(|(class, _)| !class.is_empty());
-                TextState { edges }
+                TextState { edges, read: 0 }
             })
             .collect();
         let Some(end) = until.and_then(|i| strings.get(i)) else {
@@ -223,7 +235,7 @@ impl TextAutomaton {
                     Some(&id) => id,
                     None => {
                         let id = states.len();
-                        states.push(TextState { edges: Vec::new() });
+                        states.push(TextState { edges: Vec::new(), read: k + 1 });
                         reading.insert(key, id);
                         work.push((id, tracked.unwrap_or(usize::MAX), k + 1));
                         id

@@ -132,6 +132,12 @@ pub struct ToolsOptions {
     pub parallel: bool,
     /// Whether the output starts with a `<think>…</think>` block.
     pub reasoning: bool,
+    /// The token budget of the `<think>` block (`None`: no bound): once spent, the
+    /// thinking must end.
+    pub max_reasoning_tokens: Option<u32>,
+    /// The token budget of the free text before and between calls (`auto`, `none`;
+    /// `None`: no bound): once spent, the model must call a tool or end.
+    pub max_text_tokens: Option<u32>,
 }
 
 /// One function a model may call.
@@ -255,7 +261,7 @@ pub fn tools_structural_tag(tools: &[Tool], opts: &ToolsOptions) -> Result<Value
         })
         .collect();
     let calls = match opts.choice {
-        ToolChoice::None => json!({"type": "any_text"}),
+        ToolChoice::None => json!({"type": "any_text", "max_tokens": opts.max_text_tokens}),
         ToolChoice::Auto => json!({
             "type": "triggered_tags",
             "triggers": [format.trigger()],
@@ -275,7 +281,8 @@ pub fn tools_structural_tag(tools: &[Tool], opts: &ToolsOptions) -> Result<Value
         // Blank lines after the thinking belong to its end, so that a call can follow
         // at once.
         json!({"type": "sequence", "elements": [
-            {"type": "tag", "begin": "<think>", "content": {"type": "any_text"},
+            {"type": "tag", "begin": "<think>",
+             "content": {"type": "any_text", "max_tokens": opts.max_reasoning_tokens},
              "end": ["</think>\n\n", "</think>\n", "</think>"]},
             calls,
         ]})
@@ -285,12 +292,12 @@ pub fn tools_structural_tag(tools: &[Tool], opts: &ToolsOptions) -> Result<Value
     Ok(json!({"type": "structural_tag", "format": format_value}))
 }
 
-/// The options the arguments' schemas are converted with: no properties beyond those a
+/// The options the tag of `opts` is converted with: no properties beyond those a
 /// function lists (`strict`, as providers' strict function calling), the converter's
-/// default whitespace.
-pub fn structural_tag_options() -> crate::StructuralTagOptions {
+/// default whitespace, and the budget of the text around calls.
+pub fn structural_tag_options(opts: &ToolsOptions) -> crate::StructuralTagOptions {
     let json = crate::JsonSchemaOptions { strict: true, ..Default::default() };
-    crate::StructuralTagOptions { json }
+    crate::StructuralTagOptions { json, max_free_text_tokens: opts.max_text_tokens }
 }
 
 /// The system message that describes the tools in the format's own way.

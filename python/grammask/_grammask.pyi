@@ -110,7 +110,7 @@ class Compiler:
     ) -> CompiledGrammar:
         """A JSON Schema as str, dict or pydantic model class. Raises SchemaUnsupported
         for a keyword grammask does not enforce (never skipped silently)."""
-    def compile_structural_tag(self, tag: Any) -> CompiledGrammar:
+    def compile_structural_tag(self, tag: Any, *, max_free_text_tokens: Optional[int] = None) -> CompiledGrammar:
         """A structural tag (XGrammar's JSON format) as str, dict or pydantic model; the
         outer {"type": "structural_tag", "format": ...} may be left out. Raises
         GrammarError with the JSON pointer of a malformed or unsupported field."""
@@ -122,6 +122,8 @@ class Compiler:
         format: str = "hermes",
         parallel_tool_calls: bool = False,
         reasoning: bool = False,
+        max_reasoning_tokens: Optional[int] = None,
+        max_text_tokens: Optional[int] = None,
     ) -> CompiledGrammar:
         """Tool calls over OpenAI-style tools; tool_choice "auto" (default), "required",
         "none", a function name or {"type": "function", "function": {"name": ...}};

@@ -290,10 +290,13 @@ impl Compiler {
     /// calls), given as JSON text, a dict, or an object with `model_dump_json` (a
     /// pydantic model such as `xgrammar.StructuralTag`); the outer
     /// `{"type": "structural_tag", "format": ...}` may be left out.
+    /// `max_free_text_tokens`: the token budget of free text that sets no `max_tokens`.
+    #[pyo3(signature = (tag, *, max_free_text_tokens=None))]
     fn compile_structural_tag(
         &self,
         py: Python<'_>,
         tag: &Bound<'_, PyAny>,
+        max_free_text_tokens: Option<u32>,
     ) -> PyResult<CompiledGrammar> {
         let text = json_text(tag, "tag")?;
         self.compile(py, "<structural tag>", &text, |c| {
@@ -302,7 +305,11 @@ impl Compiler {
                     format!("the structural tag is not valid JSON: {e}"),
                 )))
             })?;
-            c.compile_structural_tag(&value, &Default::default())
+            let options = grammask::syntax::StructuralTagOptions {
+                max_free_text_tokens,
+                ..Default::default()
+            };
+            c.compile_structural_tag(&value, &options)
         })
     }
 
@@ -311,8 +318,12 @@ impl Compiler {
     /// `tool_choice` `"auto"`, `"required"`, `"none"`, a function's name or
     /// `{"type": "function", "function": {"name": ...}}`; `format` `"hermes"` (Qwen,
     /// ChatML models) or `"llama3"`; `parallel_tool_calls`; `reasoning`: a
-    /// `<think>…</think>` block first.
-    #[pyo3(signature = (tools, tool_choice=None, *, format="hermes", parallel_tool_calls=false, reasoning=false))]
+    /// `<think>…</think>` block first; `max_reasoning_tokens`, `max_text_tokens`: token
+    /// budgets of the thinking and of the text around calls (once spent, the text must
+    /// end).
+    #[pyo3(signature = (tools, tool_choice=None, *, format="hermes", parallel_tool_calls=false,
+        reasoning=false, max_reasoning_tokens=None, max_text_tokens=None))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_tools(
         &self,
         py: Python<'_>,
@@ -321,6 +332,8 @@ impl Compiler {
         format: &str,
         parallel_tool_calls: bool,
         reasoning: bool,
+        max_reasoning_tokens: Option<u32>,
+        max_text_tokens: Option<u32>,
     ) -> PyResult<CompiledGrammar> {
         use grammask::syntax::{ToolCallFormat, ToolChoice, ToolsOptions};
         let text = json_text(tools, "tools")?;
@@ -339,7 +352,14 @@ impl Compiler {
         let format = ToolCallFormat::from_name(format).ok_or_else(|| {
             PyValueError::new_err(format!("format={format:?}: expected \"hermes\" or \"llama3\""))
         })?;
-        let options = ToolsOptions { format, choice, parallel: parallel_tool_calls, reasoning };
+        let options = ToolsOptions {
+            format,
+            choice,
+            parallel: parallel_tool_calls,
+            reasoning,
+            max_reasoning_tokens,
+            max_text_tokens,
+        };
         self.compile(py, "<tools>", &text, |c| {
             let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                 CompileError::Grammar(grammask::Diagnostics::one(grammask::Diagnostic::global(

@@ -46,6 +46,14 @@ pub struct GenerateArgs {
     /// With `--tools`: the output starts with a `<think>…</think>` block.
     #[arg(long, requires = "tools")]
     pub reasoning: bool,
+    /// With `--reasoning`: the most tokens the thinking may take; once spent, the model
+    /// must close it (`</think>`).
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "reasoning")]
+    pub max_reasoning_tokens: u32,
+    /// With `--tools`: the most tokens of free text before and between calls; once
+    /// spent, the model must call a tool or stop. Default: no bound.
+    #[arg(long, value_name = "N", requires = "tools")]
+    pub max_text_tokens: Option<u32>,
     /// A GGUF model file (Llama architecture, byte-level BPE tokenizer). Default:
     /// SmolLM2-135M-Instruct, fetched once into the cache with pip.
     #[arg(long)]
@@ -96,11 +104,13 @@ fn load_tools(args: &GenerateArgs, path: &str) -> Result<(Grammar, String, ToolS
         choice: ToolChoice::from_name(&args.tool_choice),
         parallel: args.parallel_tool_calls,
         reasoning: args.reasoning,
+        max_reasoning_tokens: Some(args.max_reasoning_tokens),
+        max_text_tokens: args.max_text_tokens,
     };
     let tag = tools::tools_structural_tag(&tools, &options).map_err(fail)?;
     let grammar = grammask::syntax::structural_tag_to_grammar(
         &tag,
-        &tools::structural_tag_options(),
+        &tools::structural_tag_options(&options),
         &|_| None,
     )
     .map_err(fail)?;

@@ -62,6 +62,8 @@ pub struct Dfa {
     tokens: Vec<(TokenSetId, StateId)>,
     /// Per state: whether it reads a byte or a token (filled by [`Dfa::from_nfa`]).
     reads_input: Vec<bool>,
+    /// Per state, where it stands in budgeted free text; empty when the rule holds none.
+    budget: Vec<Option<super::TextBudget>>,
     start: StateId,
     /// Per safe JSON-string character form, per byte range, one byte of each class it
     /// meets ([`crate::slices`]), computed on first use.
@@ -115,6 +117,7 @@ impl Dfa {
             token_at: vec![0],
             tokens: Vec::new(),
             reads_input: Vec::new(),
+            budget: Vec::new(),
             start: StateId(0),
             safe_reps: Default::default(),
         }
@@ -308,6 +311,17 @@ impl Dfa {
         set
     }
 
+    /// Where state `s` stands in free text with a token budget, if it does.
+    #[inline]
+    pub fn text_budget(&self, s: StateId) -> Option<super::TextBudget> {
+        self.budget.get(s.0 as usize).copied().flatten()
+    }
+
+    /// Whether some state stands in free text with a token budget.
+    pub fn has_text_budget(&self) -> bool {
+        !self.budget.is_empty()
+    }
+
     /// Heap bytes used.
     pub fn memory(&self) -> usize {
         self.rows.len() * std::mem::size_of::<Row>()
@@ -340,6 +354,14 @@ impl Dfa {
                 w.u32(set.0);
                 w.u32(t.0);
             }
+        }
+        w.len(self.budget.len());
+        for b in &self.budget {
+            let t = b.unwrap_or(super::TextBudget { tokens: 0, read: 0, region: 0 });
+            w.u8(b.is_some() as u8);
+            w.u32(t.tokens);
+            w.u32(t.read);
+            w.u32(t.region);
         }
     }
 
@@ -402,6 +424,18 @@ impl Dfa {
             }
             dfa.push_dense(row, flags & 1 != 0, calls.iter().copied(), tokens.iter().copied());
         }
+        let budgets = r.len(13)?;
+        if budgets != 0 && budgets != n {
+            return Err(format!("{budgets} budget entries for {n} states"));
+        }
+        for _ in 0..budgets {
+            let (some, tokens, read, region) = (r.u8()?, r.u32()?, r.u32()?, r.u32()?);
+            dfa.budget.push(match some {
+                0 => None,
+                1 => Some(super::TextBudget { tokens, read, region }),
+                k => return Err(format!("bad budget flag {k}")),
+            });
+        }
         dfa.shrink();
         Ok(dfa)
     }
@@ -422,7 +456,9 @@ impl Dfa {
         // is. Large automata come near-minimal out of determinization: their NFA shares
         // equal suffixes ([`super::nfa`]), and what is left is mostly chains (bounded
         // repetitions, literals) with nothing to merge.
-        let mut dfa = if minimize && raw.len() <= MINIMIZE_MAX_STATES {
+        // Minimization does not tell budgeted states apart: a rule holding budgeted free
+        // text keeps its states as they are.
+        let mut dfa = if minimize && raw.len() <= MINIMIZE_MAX_STATES && raw.budget.is_empty() {
             self::minimize(raw, deadline)?
         } else {
             raw
@@ -659,6 +695,9 @@ fn determinize(
         }
         set.clear();
         set.extend_from_slice(subsets.table.get(i));
+        if !nfa.budget.is_empty() {
+            dfa.budget.push(nfa.budget_of(&set));
+        }
         ranges.clear();
         symbols.clear();
         for &s in &set {

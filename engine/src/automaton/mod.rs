@@ -12,6 +12,31 @@ pub(crate) mod nfa;
 
 pub use dfa::Dfa;
 
+/// Where an automaton state stands in free text that has a token budget
+/// ([`grammask_syntax::FreeText::max_tokens`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TextBudget {
+    /// The budget.
+    pub tokens: u32,
+    /// How many characters of the string that ends the text (or of a trigger) have been
+    /// read; 0 in free text.
+    pub read: u32,
+    /// Which free text of its rule (one per `Text` node built; texts active at once
+    /// share the smallest).
+    pub region: u32,
+}
+
+impl TextBudget {
+    /// Both at once: the more of an end string read, the smaller budget and region.
+    pub(crate) fn and(self, other: TextBudget) -> TextBudget {
+        TextBudget {
+            tokens: self.tokens.min(other.tokens),
+            read: self.read.max(other.read),
+            region: self.region.min(other.region),
+        }
+    }
+}
+
 use std::hash::Hasher;
 
 /// A fast hasher for the automata's own integers (subset construction's state sets, the

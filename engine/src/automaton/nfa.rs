@@ -16,7 +16,7 @@
 //! one built into the same target steps into that one's entry: `x ("," x)*` (every
 //! array and object of a schema) holds `x` once.
 
-use super::{mix, SetHasher};
+use super::{mix, SetHasher, TextBudget};
 use crate::ids::TokenSetId;
 use crate::passes::ClassTable;
 use grammask_syntax::ir::{Expr, RuleId};
@@ -49,6 +49,9 @@ pub(crate) struct Nfa {
     list: Vec<Edge>,
     pub(crate) start: NfaState,
     pub(crate) accept: NfaState,
+    /// Per state, where it stands in free text with a token budget; empty when the rule
+    /// holds none.
+    pub(crate) budget: Vec<Option<TextBudget>>,
 }
 
 /// Why an NFA could not be built.
@@ -81,13 +84,42 @@ impl Nfa {
             spliced,
             built: HashMap::default(),
             built_log: Vec::new(),
+            budgets: Vec::new(),
+            texts: 0,
         };
         let start = b.state()?;
         let accept = b.state()?;
         b.expr(body, start, accept)?;
         // Edges grouped by source state, in the order they were added.
         let (offsets, list) = super::group_by_key(b.states as usize, &b.edges);
-        Ok(Nfa { offsets, list, start, accept })
+        let mut budget = Vec::new();
+        if !b.budgets.is_empty() {
+            budget = vec![None; b.states as usize];
+            for (range, tag) in b.budgets {
+                // States undone and built again may be listed twice: the last build holds.
+                for s in range.start..range.end.min(b.states) {
+                    budget[s as usize] = Some(tag);
+                }
+            }
+        }
+        Ok(Nfa { offsets, list, start, accept, budget })
+    }
+
+    /// Where a DFA state of `set` stands in budgeted free text: when every state of the
+    /// set that reads something does, the two combined ([`TextBudget::and`]).
+    pub(crate) fn budget_of(&self, set: &[NfaState]) -> Option<TextBudget> {
+        if self.budget.is_empty() {
+            return None;
+        }
+        let mut out: Option<TextBudget> = None;
+        for &s in set {
+            if self.edges(s).iter().all(|e| matches!(e, Edge::Epsilon(_))) {
+                continue;
+            }
+            let tag = self.budget[s as usize]?;
+            out = Some(out.map_or(tag, |o| o.and(tag)));
+        }
+        out
     }
 
     /// Number of states.
@@ -153,6 +185,10 @@ struct Builder<'a, 'e> {
     built: HashMap<BuiltKey, (&'e Expr, NfaState), BuildHasherDefault<SetHasher>>,
     /// The keys of `built` in insertion order, to forget entries whose states are undone.
     built_log: Vec<BuiltKey>,
+    /// Ranges of states built for budgeted free text, with where they stand.
+    budgets: Vec<(std::ops::Range<NfaState>, TextBudget)>,
+    /// Free texts built so far (each one's region).
+    texts: u32,
 }
 
 impl<'e> Builder<'_, 'e> {
@@ -331,6 +367,14 @@ impl<'e> Builder<'_, 'e> {
                 for _ in &automaton.states {
                     ids.push(self.state()?);
                 }
+                let region = self.texts;
+                self.texts += 1;
+                let tag = |tokens, read: usize| TextBudget { tokens, read: read as u32, region };
+                if let Some(n) = text.max_tokens {
+                    for (state, &id) in automaton.states.iter().zip(&ids) {
+                        self.budgets.push((id..id + 1, tag(n, state.read)));
+                    }
+                }
                 self.edge(from, Edge::Epsilon(ids[0]));
                 for (i, (state, &id)) in automaton.states.iter().zip(&ids).enumerate() {
                     if automaton.open && i < automaton.free {
@@ -346,13 +390,19 @@ impl<'e> Builder<'_, 'e> {
                             .get(class)
                             .ok_or(NfaError::Unlowered("character class"))?;
                         // Equal classes into the same state share their multi-byte states.
+                        let before = self.states;
                         let (entry, _) = self.shared_item(lowered, dest)?;
                         self.edge(id, Edge::Epsilon(entry));
+                        if let Some(n) = text.max_tokens {
+                            // Before and inside a character: where it is read from.
+                            self.budgets.push((before..self.states, tag(n, state.read)));
+                        }
                     }
                 }
                 let strings = text.avoid.iter().flat_map(|s| s.bytes().chain([0xFF]));
                 let hash = strings.fold(9, |h, b| mix(h, u64::from(b)));
-                mix(hash, text.until.map_or(u64::MAX, |i| i as u64))
+                let hash = mix(hash, text.until.map_or(u64::MAX, |i| i as u64));
+                mix(hash, text.max_tokens.map_or(u64::MAX, u64::from))
             }
             Expr::Repeat { expr, min, max } => {
                 let mut cur = from;
