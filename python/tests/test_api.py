@@ -312,3 +312,18 @@ def test_structural_tags_and_tools(compiler: grammask.Compiler) -> None:
     assert m.can_terminate()
     with pytest.raises(grammask.GrammarError, match="not among the tools"):
         compiler.compile_tools(WEATHER_TOOLS, "get_time")
+
+
+def test_reasoning_budget(compiler: grammask.Compiler, o200k: grammask.Vocabulary) -> None:
+    compiled = compiler.compile_tools(WEATHER_TOOLS, "required", reasoning=True, max_reasoning_tokens=2)
+    m = grammask.Matcher(compiled)
+    think = [t for t in range(o200k.vocab_size) if o200k.token_bytes(t) in (b"<think>", b" one", b" two", b" three")]
+    by_bytes = {o200k.token_bytes(t): t for t in think}
+    assert m.accept_string("<think>")  # text given as bytes spends no budget
+    assert m.accept_token(by_bytes[b" one"]) and m.accept_token(by_bytes[b" two"])
+    assert not m.accept_token(by_bytes[b" three"])  # spent: the thinking must end
+    bitmask = grammask.allocate_token_bitmask(1, o200k.vocab_size)
+    m.fill_next_token_bitmask(bitmask)
+    ids = allowed_ids(bitmask[0], o200k.vocab_size)
+    assert 0 < len(ids) < 1000 and by_bytes[b" three"] not in ids
+    assert all(b"<" in o200k.token_bytes(int(t)) for t in ids)
