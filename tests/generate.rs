@@ -47,3 +47,68 @@ fn constrained_generation_matches_the_schema_and_says_why_it_stopped() {
     assert_eq!(cut["tokens"], 4);
     assert_eq!(cut["matches"], false, "{cut}");
 }
+
+/// `grammask generate --tools ... --json` with the default model.
+fn generate_tools(args: &[&str], prompt: &str) -> serde_json::Value {
+    let model = grammask_model::fetch::default_model()
+        .unwrap_or_else(|e| panic!("the default model is needed and could not be fetched: {e}"));
+    let out = Command::new(env!("CARGO_BIN_EXE_grammask"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "generate",
+            "--tools",
+            "examples/tools/weather.json",
+            "--json",
+            "--max-tokens",
+            "160",
+        ])
+        .args(args)
+        .arg("--model")
+        .arg(&model)
+        .arg(prompt)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+/// A required call: the output is one Hermes tool call whose arguments match the tool's
+/// parameters (a `city` string, an optional `unit` of the enum, nothing else), read back
+/// into `tool_calls`, stop `complete`. With thinking first, the thinking stays within its
+/// budget and the call follows.
+#[test]
+fn required_tool_calls_match_the_tools_parameters() {
+    let tools: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("examples/tools/weather.json").unwrap())
+            .unwrap();
+    let check = |done: &serde_json::Value, name: &str| {
+        assert_eq!(done["stop"], "complete", "{done}");
+        assert_eq!(done["matches"], true, "{done}");
+        let calls = done["tool_calls"].as_array().expect("tool_calls");
+        assert_eq!(calls.len(), 1, "{done}");
+        assert_eq!(calls[0]["name"], name, "{done}");
+        let tool =
+            tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == name).unwrap();
+        let properties = tool["function"]["parameters"]["properties"].as_object().unwrap();
+        let arguments = calls[0]["arguments"].as_object().expect("arguments are an object");
+        assert!(arguments["city"].is_string(), "{done}");
+        for (key, value) in arguments {
+            let schema =
+                &properties.get(key).unwrap_or_else(|| panic!("unknown argument {key}: {done}"));
+            if let Some(options) = schema["enum"].as_array() {
+                assert!(options.contains(value), "{key}: {value} ({done})");
+            }
+        }
+    };
+    let done = generate_tools(&["--tool-choice", "required"], "What is the weather in Oslo?");
+    check(&done, "get_weather");
+    assert!(done["text"].as_str().unwrap().starts_with("<tool_call>\n"), "{done}");
+
+    let thought = generate_tools(
+        &["--tool-choice", "get_time", "--reasoning", "--max-reasoning-tokens", "24"],
+        "What time is it in Tokyo?",
+    );
+    check(&thought, "get_time");
+    let text = thought["text"].as_str().unwrap();
+    assert!(text.starts_with("<think>") && text.contains("</think>"), "{thought}");
+}

@@ -168,8 +168,8 @@ impl Matcher {
                 };
             }
         }
-        for w in 0..bitmask.len() {
-            let mut bits = bitmask[w];
+        for (w, word) in bitmask.iter_mut().enumerate() {
+            let mut bits = *word;
             while bits != 0 {
                 let bit = bits.trailing_zeros();
                 bits &= bits - 1;
@@ -181,7 +181,7 @@ impl Matcher {
                 let may_leave = bytes.first().is_some_and(|&b| onward[b as usize])
                     || bytes.iter().any(|&b| first_bytes[b as usize]);
                 if !may_leave || self.step_token(id).is_err() {
-                    bitmask[w] &= !(1 << bit);
+                    *word &= !(1 << bit);
                 }
             }
         }

@@ -199,14 +199,11 @@ fn strings(obj: &Map<String, Value>, ptr: &str, name: &str) -> Result<Vec<String
         .collect()
 }
 
-/// Refuses a budget field that is set (grammask bounds free text by its own limits).
-fn no_budget(obj: &Map<String, Value>, ptr: &str, name: &str) -> Result<(), Diagnostics> {
+/// Refuses an option grammask does not implement when it is set (null counts as unset).
+fn unsupported_if_set(obj: &Map<String, Value>, ptr: &str, name: &str) -> Result<(), Diagnostics> {
     match obj.get(name) {
         None | Some(Value::Null) => Ok(()),
-        Some(_) => Err(unsupported(
-            &format!("{ptr}/{name}"),
-            format!("`{name}` is not supported: free text is bounded by the matcher's free-text token budget"),
-        )),
+        Some(_) => Err(unsupported(&format!("{ptr}/{name}"), format!("`{name}` is not supported"))),
     }
 }
 
@@ -269,7 +266,7 @@ impl Converter<'_> {
                         "`excludes` in JSON is not supported",
                     ));
                 }
-                no_budget(obj, ptr, "max_whitespace_cnt")?;
+                unsupported_if_set(obj, ptr, "max_whitespace_cnt")?;
                 let mut opts = self.opts.json.clone();
                 if boolean(obj, ptr, "any_order")? {
                     opts.property_order = PropertyOrder::Any;
@@ -319,7 +316,7 @@ impl Converter<'_> {
             }
             "any_text" => {
                 allow_fields(obj, ptr, &["type", "excludes", "max_tokens", "max_chars"])?;
-                no_budget(obj, ptr, "max_chars")?;
+                unsupported_if_set(obj, ptr, "max_chars")?;
                 let excludes = strings(obj, ptr, "excludes")?;
                 let budget = self.max_tokens(obj, ptr)?.or(self.opts.max_free_text_tokens);
                 free_text(Vec::new(), excludes, follow, budget)
