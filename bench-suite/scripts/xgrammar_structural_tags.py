@@ -459,6 +459,23 @@ case("triggered-unicode-trigger", "crafted", "non-ASCII trigger and tag strings"
      [("héllo 「call」12「end」 ok", True), ("「call」-3「end」", True), ("「x", False),
       ("「call」x「end」", False)])
 
+case("triggered-in-tag", "crafted",
+     "triggered_tags as a tag's content: the tag's end ends its free text",
+     tag("<a>", triggered(["<f>"], [tag("<f>", const("1"), "</f>")]), "</a>"),
+     [("<a>x</a>", True), ("<a>x<f>1</f>y</a>", True), ("<a>x</a>y</a>", False),
+      ("<a>x</a></a>", False), ("<a></a>", True), ("<a>x<f>2</f></a>", False)])
+
+case("dispatch-in-tag-no-excludes", "crafted",
+     "dispatch as a tag's content without the end among its excludes: the free text is not"
+     " cut at the end",
+     tag("<d>", dispatch([("@@", const("ok"))]), "</d>"),
+     [("<d>x</d>", True), ("<d>x</d>y</d>", True), ("<d>x@@ok</d>", True), ("<d>x@@no</d>", False)])
+
+case("triggered-then-const", "crafted",
+     "triggered_tags followed by a const_string in a sequence: its free text is not cut there",
+     seq(triggered(["<f>"], [tag("<f>", const("1"), "</f>")]), const("END")),
+     [("xEND", True), ("xENDyEND", True), ("x<f>1</f>END", True), ("x<f>2</f>END", False)])
+
 # --- tags_with_separator
 
 case("tws-basic", "crafted",
