@@ -2,7 +2,7 @@
 # Builds the cargo-fuzz targets (fuzz/targets/) and runs each for SECONDS (default 10)
 # from the checked-in corpus (fuzz/corpus/<target>/), one after the other, nice'd.
 #
-#   fuzz/run.sh [SECONDS] [TARGET...]        targets: grammar_parse json_schema matcher vocab_load
+#   fuzz/run.sh [SECONDS] [TARGET...]        targets: grammar_parse json_schema matcher structural_tag vocab_load
 #
 # cargo-fuzz passes nightly-only flags to rustc (-Zsanitizer, -Cpasses=sancov-module, ...);
 # only the stable toolchain is installed, so RUSTC_BOOTSTRAP=1 lets stable rustc accept
@@ -26,7 +26,7 @@ secs="${1:-10}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(grammar_parse json_schema matcher vocab_load)
+    targets=(grammar_parse json_schema matcher structural_tag vocab_load)
 fi
 
 cache="${GRAMMASK_FUZZ_CACHE:-$HOME/.cache/grammask-ci}"

@@ -95,3 +95,15 @@ write("vocab_load", "gguf-llama", bytes([2]) + gguf([
     ("tokenizer.ggml.token_type", ("i32s", [2, 3, 3, 6, 1, 1, 5])),
     ("tokenizer.ggml.eos_token_id", ("u32", 2)),
 ]))
+
+# structural_tag: byte 0 even = the tag's JSON text, odd = a built tag; byte 1 the default
+# free-text budget (0: none, else byte - 1). Every fifth tag of the XGrammar fixture as
+# text, with and without a budget, and a few built ones.
+fixture = json.load(open(os.path.join(root, "tests/data/structural_tags/xgrammar.json")))
+for i, case in enumerate(fixture["cases"][::5]):
+    text = json.dumps(case["tag"]).encode()
+    write("structural_tag", f"{case['name']}", bytes([0, 0]) + text)
+    write("structural_tag", f"{case['name']}-budget", bytes([0, 2 + i % 3]) + text)
+rng = random.Random(25)
+for i in range(8):
+    write("structural_tag", f"built-{i}", bytes([1, i % 5]) + bytes(rng.randrange(256) for _ in range(48)))

@@ -34,8 +34,8 @@ pub struct StructuralTagOptions {
     /// tokens, and no properties beyond those a schema lists (`strict`).
     pub json: JsonSchemaOptions,
     /// The token budget of free text that sets none (an `any_text` without `max_tokens`,
-    /// the text around triggered tags and dispatched patterns); default `None`, no bound
-    /// (XGrammar's default).
+    /// the text around triggered tags and dispatched patterns) and that a string or the
+    /// end of the output ends; default `None`, no bound (XGrammar's default).
     pub max_free_text_tokens: Option<u32>,
 }
 
@@ -318,8 +318,14 @@ impl Converter<'_> {
                 allow_fields(obj, ptr, &["type", "excludes", "max_tokens", "max_chars"])?;
                 unsupported_if_set(obj, ptr, "max_chars")?;
                 let excludes = strings(obj, ptr, "excludes")?;
-                let budget = self.max_tokens(obj, ptr)?.or(self.opts.max_free_text_tokens);
-                free_text(Vec::new(), excludes, follow, budget)
+                let own = self.max_tokens(obj, ptr)?;
+                if own.is_some() && matches!(follow, Follow::Other) {
+                    return Err(unsupported(
+                        &sub("max_tokens"),
+                        "`max_tokens` needs free text that a string (a tag's end) or the end of the output ends",
+                    ));
+                }
+                free_text(Vec::new(), excludes, follow, own.or(self.opts.max_free_text_tokens))
             }
             "sequence" => {
                 allow_fields(obj, ptr, &["type", "elements"])?;
@@ -793,10 +799,13 @@ fn text_end(
             let texts = ends.map(|i| Expr::Text(Box::new(text(i)))).collect();
             Part { expr: Expr::choice(texts), absorbed: true }
         }
-        Follow::End | Follow::Other => {
+        Follow::End => {
             let text = FreeText::avoiding(avoid.to_vec()).with_max_tokens(budget);
             Part::plain(Expr::Text(Box::new(text)))
         }
+        // Text that something other than a string follows may end anywhere: no token
+        // could be told to end it, so it has no budget.
+        Follow::Other => Part::plain(Expr::Text(Box::new(FreeText::avoiding(avoid.to_vec())))),
     }
 }
 

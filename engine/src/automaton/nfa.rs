@@ -96,8 +96,7 @@ impl Nfa {
         if !b.budgets.is_empty() {
             budget = vec![None; b.states as usize];
             for (range, tag) in b.budgets {
-                // States undone and built again may be listed twice: the last build holds.
-                for s in range.start..range.end.min(b.states) {
+                for s in range {
                     budget[s as usize] = Some(tag);
                 }
             }
@@ -256,10 +255,16 @@ impl<'e> Builder<'_, 'e> {
         }
     }
 
-    /// Forgets the states, edges and shared entries added since the given counts.
+    /// Forgets the states, edges, shared entries and budget tags added since the given
+    /// counts.
     fn undo(&mut self, states: u32, edges: usize, log: usize) {
         self.states = states;
         self.edges.truncate(edges);
+        // The state numbers undone are given out again: their budget tags go with them.
+        self.budgets.retain_mut(|(range, _)| {
+            range.end = range.end.min(states);
+            range.start < range.end
+        });
         for key in self.built_log.drain(log..) {
             self.built.remove(&key);
         }

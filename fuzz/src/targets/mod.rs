@@ -8,6 +8,7 @@
 pub mod grammar_parse;
 pub mod json_schema;
 pub mod matcher;
+pub mod structural_tag;
 pub mod vocab_load;
 
 use crate::check::{completion, Completion};
@@ -22,6 +23,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("grammar_parse", grammar_parse::run),
     ("json_schema", json_schema::run),
     ("matcher", matcher::run),
+    ("structural_tag", structural_tag::run),
     ("vocab_load", vocab_load::run),
 ];
 
@@ -197,14 +199,17 @@ pub fn short_walk(
     let Ok(first) = mask_of(m) else { return Ok(()) };
     let mut mask = first.clone();
     let mut taken = 0;
+    let mut path = Vec::new();
     for _ in 0..steps {
-        check_mask(m, &mask, 0..size as u32, names_tokens)?;
+        check_mask(m, &mask, 0..size as u32, names_tokens)
+            .map_err(|e| format!("{e} (after tokens {path:?})"))?;
         let allowed = allowed_ids(&mask, size);
         if allowed.is_empty() || m.is_terminated() {
             break;
         }
         let id = allowed[choose(allowed.len())];
         m.accept_token(id).map_err(|e| format!("allowed token {id} refused: {e}"))?;
+        path.push(id);
         taken += 1;
         if !names_tokens {
             check_no_dead_end(m)?;
