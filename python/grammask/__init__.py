@@ -32,6 +32,8 @@ from ._grammask import (
     __version__,
     fill_next_token_bitmasks,
 )
+from ._grammask import parse_tool_calls as _parse_tool_calls
+from ._grammask import tools_system_prompt as _tools_system_prompt
 
 __all__ = [
     "CompiledGrammar",
@@ -46,8 +48,31 @@ __all__ = [
     "apply_token_bitmask_inplace",
     "bitmask_size",
     "fill_next_token_bitmasks",
+    "parse_tool_calls",
+    "tools_system_prompt",
     "__version__",
 ]
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def tools_system_prompt(tools: Any, format: str = "hermes") -> str:
+    """The system message that describes OpenAI-style ``tools`` (a list of
+    ``{"type": "function", "function": {...}}``, or its JSON text) in the call format's own
+    way (``"hermes"`` or ``"llama3"``), as ``Compiler.compile_tools`` expects the calls."""
+    return _tools_system_prompt(_json_text(tools), format)
+
+
+def parse_tool_calls(text: str, format: str = "hermes") -> list:
+    """The calls a model wrote in ``text`` (format ``"hermes"`` or ``"llama3"``), in
+    order: ``[{"name": ..., "arguments": {...}}]``; a call that does not parse is left out."""
+    import json
+
+    return [{"name": n, "arguments": json.loads(a)} for n, a in _parse_tool_calls(text, format)]
 
 
 def bitmask_size(vocab_size: int) -> int:

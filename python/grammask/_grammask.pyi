@@ -166,3 +166,6 @@ class Matcher:
 
 def fill_next_token_bitmasks(matchers: Iterable[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None) -> None:
     """Fills row ``indices[k]`` (default ``k``) for matcher ``k``, in parallel, without the GIL."""
+
+def tools_system_prompt(tools: str, format: str = "hermes") -> str: ...
+def parse_tool_calls(text: str, format: str = "hermes") -> List[Tuple[str, str]]: ...

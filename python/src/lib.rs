@@ -6,6 +6,7 @@ mod bitmask;
 mod compiler;
 mod errors;
 mod matcher;
+mod tools;
 mod vocab;
 
 use pyo3::prelude::*;
@@ -17,6 +18,8 @@ fn _grammask(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compiler::CompiledGrammar>()?;
     m.add_class::<matcher::Matcher>()?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmasks, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::tools_system_prompt, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::parse_tool_calls, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -327,3 +327,19 @@ def test_reasoning_budget(compiler: grammask.Compiler, o200k: grammask.Vocabular
     ids = allowed_ids(bitmask[0], o200k.vocab_size)
     assert 0 < len(ids) < 1000 and by_bytes[b" three"] not in ids
     assert all(b"<" in o200k.token_bytes(int(t)) for t in ids)
+
+
+def test_tool_prompt_and_calls_read_back(compiler: grammask.Compiler) -> None:
+    prompt = grammask.tools_system_prompt(WEATHER_TOOLS)
+    assert "<tools>" in prompt and "get_weather" in prompt and "<tool_call>" in prompt
+    assert '"parameters"' in grammask.tools_system_prompt(json.dumps(WEATHER_TOOLS), "llama3")
+    text = 'Sure. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    m = grammask.Matcher(compiler.compile_tools(WEATHER_TOOLS))
+    assert m.accept_string(text) and m.can_terminate()
+    assert grammask.parse_tool_calls(text) == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
+    llama = '{"name": "get_weather", "parameters": {"city": "Rome"}}'
+    assert grammask.parse_tool_calls(llama, "llama3")[0]["arguments"] == {"city": "Rome"}
+    with pytest.raises(ValueError, match="format"):
+        grammask.parse_tool_calls(text, "xml")
+    with pytest.raises(ValueError, match="/0/function/name"):
+        grammask.tools_system_prompt([{"type": "function", "function": {"name": ""}}])
