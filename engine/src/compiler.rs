@@ -573,30 +573,9 @@ pub struct CompiledGrammar {
     /// Classifications of positions inside rules walked through, with their return
     /// position, by the pair's global state indices ([`CompiledGrammar::through_mask`]).
     through_cache: Mutex<HashMap<(u32, u32), Arc<PositionMask>>>,
-    /// When some free text has a token budget: the bytes that start one of the strings
-    /// such text avoids (a token that leaves free text holds one), for
-    /// [`crate::Matcher`]'s masks once a budget is spent.
-    pub(crate) budget_bytes: Option<[bool; 256]>,
-}
-
-/// Marks the first byte of every string that free text with a token budget avoids in
-/// `expr`.
-fn budgeted_first_bytes(expr: &grammask_syntax::Expr, bytes: &mut [bool; 256]) {
-    use grammask_syntax::Expr;
-    match expr {
-        Expr::Text(text) if text.max_tokens.is_some() => {
-            for s in &text.avoid {
-                if let Some(&b) = s.as_bytes().first() {
-                    bytes[b as usize] = true;
-                }
-            }
-        }
-        Expr::Seq(items) | Expr::Choice(items) => {
-            items.iter().for_each(|e| budgeted_first_bytes(e, bytes))
-        }
-        Expr::Repeat { expr, .. } => budgeted_first_bytes(expr, bytes),
-        _ => {}
-    }
+    /// Whether some free text has a token budget ([`crate::Matcher`] then counts tokens
+    /// in it).
+    pub(crate) has_budgets: bool,
 }
 
 /// Positions with more context-dependent tokens than this are not classified one frame
@@ -656,15 +635,9 @@ impl CompiledGrammar {
                 leaf && crate::passes::stays_call(rule) && !dfa.is_accepting(dfa.start())
             })
             .collect();
-        let budget_bytes = automata.iter().any(Dfa::has_text_budget).then(|| {
-            let mut bytes = [false; 256];
-            for rule in &grammar.rules {
-                budgeted_first_bytes(&rule.body, &mut bytes);
-            }
-            bytes
-        });
+        let has_budgets = automata.iter().any(Dfa::has_text_budget);
         CompiledGrammar {
-            budget_bytes,
+            has_budgets,
             vocab,
             grammar,
             automata,

@@ -106,10 +106,8 @@ impl Matcher {
         }
         let closure = self.close(&self.current.stacks)?;
         mask::fill(&self.grammar, &closure, bitmask)?;
-        if let Some(first_bytes) = &self.grammar.budget_bytes {
-            if self.budget_spent(&closure) {
-                self.keep_leaving_tokens(&closure, first_bytes, bitmask);
-            }
+        if self.grammar.has_budgets && self.budget_spent(&closure) {
+            self.keep_leaving_tokens(bitmask);
         }
         Ok(())
     }
@@ -141,46 +139,18 @@ impl Matcher {
 
     /// Once the budget is spent: clears every allowed token but the stop tokens and those
     /// that leave the free text or read more of a string that ends it (its end string or
-    /// a trigger), as [`Matcher::step_token`] decides: the text then ends within as many
-    /// tokens as the string has characters. Leaving from free text (not from a string begun)
-    /// reads the first byte of such a string, so only tokens holding one are tried.
-    fn keep_leaving_tokens(
-        &self,
-        closure: &Closure,
-        first_bytes: &[bool; 256],
-        bitmask: &mut [u32],
-    ) {
+    /// a trigger), as [`Matcher::step_token`] decides for each: the text then ends within
+    /// as many tokens as the string has characters. A walk of the allowed tokens, at the
+    /// few steps after a budget is spent.
+    fn keep_leaving_tokens(&self, bitmask: &mut [u32]) {
         let vocab = &self.grammar.vocab;
-        let before = self.text_budget(&closure.configs);
-        let begun = before.is_some_and(|t| t.read > 0);
-        // With a string begun, the first bytes that read on in it (or leave the text).
-        let mut onward = [false; 256];
-        if begun {
-            for b in 0..=255u8 {
-                let stacks = step_byte(&self.grammar, &closure.configs, b);
-                if stacks.is_empty() {
-                    continue;
-                }
-                let after = self.close(&stacks).ok().and_then(|c| self.text_budget(&c.configs));
-                onward[b as usize] = match (after, before) {
-                    (Some(a), Some(b)) => a.read > b.read || a.region != b.region,
-                    _ => true,
-                };
-            }
-        }
         for (w, word) in bitmask.iter_mut().enumerate() {
             let mut bits = *word;
             while bits != 0 {
                 let bit = bits.trailing_zeros();
                 bits &= bits - 1;
                 let id = (w as u32) * 32 + bit;
-                if vocab.is_stop(id) {
-                    continue;
-                }
-                let bytes = vocab.token_bytes(id).unwrap_or_default();
-                let may_leave = bytes.first().is_some_and(|&b| onward[b as usize])
-                    || bytes.iter().any(|&b| first_bytes[b as usize]);
-                if !may_leave || self.step_token(id).is_err() {
+                if !vocab.is_stop(id) && self.step_token(id).is_err() {
                     *word &= !(1 << bit);
                 }
             }
@@ -215,7 +185,7 @@ impl Matcher {
                 free_tokens: self.current.free_tokens,
             });
         }
-        let budgeted = self.grammar.budget_bytes.is_some();
+        let budgeted = self.grammar.has_budgets;
         let before = if budgeted { self.text_budget(&closure.configs) } else { None };
         let mut left = budgeted && before.is_none();
         let mut next: Vec<Stack> = Vec::new();
@@ -273,7 +243,7 @@ impl Matcher {
         let mut stacks: Vec<Stack> = self.current.stacks.to_vec();
         // Bytes given as text do not spend a token budget (a budget counts tokens); text
         // that leaves the free text ends its count.
-        let budgeted = self.grammar.budget_bytes.is_some();
+        let budgeted = self.grammar.has_budgets;
         let mut left = false;
         let before = if budgeted { self.text_budget(&self.close(&stacks)?.configs) } else { None };
         for (offset, &b) in bytes.iter().enumerate() {

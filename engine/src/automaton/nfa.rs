@@ -399,8 +399,16 @@ impl<'e> Builder<'_, 'e> {
                         let (entry, _) = self.shared_item(lowered, dest)?;
                         self.edge(id, Edge::Epsilon(entry));
                         if let Some(n) = text.max_tokens {
-                            // Before and inside a character: where it is read from.
-                            self.budgets.push((before..self.states, tag(n, state.read)));
+                            // Inside a character: as far into the end string as the
+                            // character leads; before it (the entry), where it is read from.
+                            let read = match *target {
+                                TextTarget::State(s) => automaton.states[s].read,
+                                TextTarget::End => state.read + 1,
+                            };
+                            self.budgets.push((before..self.states, tag(n, read)));
+                            if entry >= before {
+                                self.budgets.push((entry..entry + 1, tag(n, state.read)));
+                            }
                         }
                     }
                 }
