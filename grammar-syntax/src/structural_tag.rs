@@ -397,7 +397,7 @@ impl Converter<'_> {
                 )?;
                 let separator = string(obj, ptr, "separator")?;
                 let tags = self.tags(obj, ptr)?;
-                let any = Expr::choice(tags.into_iter().map(|(_, e)| e).collect());
+                let any = Expr::choice(tags.into_iter().map(|(_, _, e)| e).collect());
                 let at_least_one = boolean(obj, ptr, "at_least_one")?;
                 let list = if boolean(obj, ptr, "stop_after_first")? {
                     any
@@ -583,12 +583,13 @@ impl Converter<'_> {
         Ok(TokenSet { negated, ids })
     }
 
-    /// The `tags` of a format: each tag's `begin` string and its whole expression.
-    fn tags(
+    /// The `tags` of a format (none is an error; `type` may be left out): each tag's
+    /// pointer, its `begin` as written, and its whole expression.
+    fn tags<'v>(
         &mut self,
-        obj: &Map<String, Value>,
+        obj: &'v Map<String, Value>,
         ptr: &str,
-    ) -> Result<Vec<(Option<String>, Expr)>, Diagnostics> {
+    ) -> Result<Vec<(String, &'v Value, Expr)>, Diagnostics> {
         let list = array(obj, ptr, "tags")?;
         if list.is_empty() {
             return Err(error(&format!("{ptr}/tags"), "`tags` lists no tag"));
@@ -602,8 +603,9 @@ impl Converter<'_> {
                     return Err(error(&format!("{tptr}/type"), "must be a `tag`"));
                 }
                 allow_fields(tobj, &tptr, &["type", "begin", "content", "end"])?;
-                let begin = tobj.get("begin").and_then(Value::as_str).map(str::to_string);
-                Ok((begin, self.tag(tobj, &tptr)?))
+                let body = self.tag(tobj, &tptr)?;
+                let begin = field(tobj, &tptr, "begin")?;
+                Ok((tptr, begin, body))
             })
             .collect()
     }
@@ -618,18 +620,11 @@ impl Converter<'_> {
         if triggers.is_empty() {
             return Err(error(&format!("{ptr}/triggers"), "`triggers` lists no trigger"));
         }
-        let list = array(obj, ptr, "tags")?;
-        if list.is_empty() {
-            return Err(error(&format!("{ptr}/tags"), "`tags` lists no tag"));
-        }
         // Each tag after its trigger, grouped by trigger.
         let mut arms: Vec<Vec<Expr>> = vec![Vec::new(); triggers.len()];
         let mut whole = Vec::new();
-        for (i, t) in list.iter().enumerate() {
-            let tptr = format!("{ptr}/tags/{i}");
-            let tobj = object(t, &tptr)?;
-            allow_fields(tobj, &tptr, &["type", "begin", "content", "end"])?;
-            let Some(begin) = tobj.get("begin").and_then(Value::as_str) else {
+        for (tptr, begin, body) in self.tags(obj, ptr)? {
+            let Some(begin) = begin.as_str() else {
                 return Err(error(
                     &format!("{tptr}/begin"),
                     "a triggered tag's `begin` must be a string",
@@ -646,7 +641,6 @@ impl Converter<'_> {
                     ),
                 ));
             };
-            let body = self.tag(tobj, &tptr)?;
             // The same tag after its trigger: `begin` without the trigger's characters.
             let after = match &body {
                 Expr::Seq(items) => {
@@ -730,25 +724,20 @@ impl Converter<'_> {
     ) -> Result<Part, Diagnostics> {
         let triggers = self.token_set(obj, ptr, "trigger_tokens", false)?;
         let excluded = self.token_set(obj, ptr, "exclude_tokens", false)?;
-        let list = array(obj, ptr, "tags")?;
         let mut whole = Vec::new();
-        for (i, t) in list.iter().enumerate() {
-            let tptr = format!("{ptr}/tags/{i}");
-            let tobj = object(t, &tptr)?;
-            allow_fields(tobj, &tptr, &["type", "begin", "content", "end"])?;
-            let begin =
-                self.token_format(field(tobj, &tptr, "begin")?, &format!("{tptr}/begin"))?;
-            let is_trigger = matches!(&begin, Expr::Tokens(s) if s.ids.iter().all(|id| triggers.ids.contains(id)));
+        for (tptr, _, body) in self.tags(obj, ptr)? {
+            let begin = match &body {
+                Expr::Seq(items) => items.first(),
+                other => Some(other),
+            };
+            let is_trigger = matches!(begin, Some(Expr::Tokens(s)) if s.ids.iter().all(|id| triggers.ids.contains(id)));
             if !is_trigger {
                 return Err(error(
                     &format!("{tptr}/begin"),
                     "a token-triggered tag must begin with one of `trigger_tokens`",
                 ));
             }
-            whole.push(self.tag(tobj, &tptr)?);
-        }
-        if whole.is_empty() {
-            return Err(error(&format!("{ptr}/tags"), "`tags` lists no tag"));
+            whole.push(body);
         }
         let mut ids: Vec<u32> = triggers.ids.iter().chain(&excluded.ids).copied().collect();
         ids.sort_unstable();
