@@ -1217,9 +1217,15 @@ pub unsafe extern "C" fn grammask_matcher_validate_tokens(
     })
 }
 
+/// Up to this many candidates are each tried as `accept_token` would; more are masked
+/// with the next-token bitmask.
+const FEW_CANDIDATES: usize = 8;
+
 /// llama.cpp-style masking: sets the logit of every candidate the grammar forbids next to
 /// -INFINITY (ids, order and `p` unchanged). Every id must be in `[0, vocab_size)`;
-/// otherwise nothing changes and `GRAMMASK_STATUS_TOKEN_OUT_OF_RANGE` is returned.
+/// otherwise nothing changes and `GRAMMASK_STATUS_TOKEN_OUT_OF_RANGE` is returned. Up to
+/// 8 candidates (llama.cpp's check of its sampled token) are each tried without
+/// computing the whole mask.
 ///
 /// # Safety
 /// `matcher` is NULL or a handle used by this thread only; `candidates` holds `n` readable
@@ -1240,17 +1246,51 @@ pub unsafe extern "C" fn grammask_matcher_apply_to_candidates(
         // SAFETY: non-null with `n` readable and writable elements by contract.
         let candidates = unsafe { std::slice::from_raw_parts_mut(candidates, n) };
         let vocab_size = m.matcher.grammar().vocabulary().vocab_size();
-        if let Some(c) = candidates.iter().find(|c| c.id < 0 || c.id as usize >= vocab_size) {
-            return Err(Failure::new(
-                GrammaskStatus::TokenOutOfRange,
-                format!("candidate id {} is not in [0, {vocab_size})", c.id),
-            ));
+        // One pass checks every id and whether the array is the whole vocabulary prefix in
+        // id order (llama.cpp's array before any sampler sorts it), which is then masked a
+        // bitmask word (32 candidates) at a time.
+        let mut in_order = true;
+        for (i, c) in candidates.iter().enumerate() {
+            if c.id as u32 as usize >= vocab_size {
+                return Err(Failure::new(
+                    GrammaskStatus::TokenOutOfRange,
+                    format!("candidate id {} is not in [0, {vocab_size})", c.id),
+                ));
+            }
+            in_order &= c.id as u32 as usize == i;
+        }
+        if n <= FEW_CANDIDATES {
+            // A few candidates (llama.cpp checks its sampled token alone first): each is
+            // tried as accept_token would, without computing the mask.
+            for c in candidates.iter_mut() {
+                if m.matcher.validate_tokens(&[c.id as u32]) == 0 {
+                    c.logit = f32::NEG_INFINITY;
+                }
+            }
+            return Ok(());
         }
         m.scratch.resize(grammask::bitmask_len(vocab_size), 0);
         m.matcher.fill_next_token_bitmask(&mut m.scratch)?;
-        for c in candidates.iter_mut() {
-            if !grammask::get_bit(&m.scratch, c.id as u32) {
-                c.logit = f32::NEG_INFINITY;
+        if in_order {
+            for (chunk, &word) in candidates.chunks_mut(32).zip(m.scratch.iter()) {
+                match word {
+                    u32::MAX => {}
+                    0 => chunk.iter_mut().for_each(|c| c.logit = f32::NEG_INFINITY),
+                    _ => {
+                        for (bit, c) in chunk.iter_mut().enumerate() {
+                            if word >> bit & 1 == 0 {
+                                c.logit = f32::NEG_INFINITY;
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            for c in candidates.iter_mut() {
+                let id = c.id as u32;
+                if m.scratch[(id >> 5) as usize] >> (id & 31) & 1 == 0 {
+                    c.logit = f32::NEG_INFINITY;
+                }
             }
         }
         Ok(())
