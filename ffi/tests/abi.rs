@@ -170,6 +170,60 @@ fn builtin_vocabulary_and_grammar_formats() {
     }
 }
 
+/// `apply_to_candidates` agrees with the bitmask however the candidates come: the whole
+/// vocabulary in id order (masked a word at a time), the same ids reversed, a strided
+/// subset, and one or a few at a time (each tried without the whole mask), at every step
+/// of a JSON document on r50k.
+#[test]
+fn candidates_are_masked_as_the_bitmask_says() {
+    // SAFETY (whole test): every pointer passed is valid for the call as documented.
+    unsafe {
+        let mut v = null_mut();
+        ok(grammask_vocab_load(c"r50k_base".as_ptr(), &mut v));
+        let mut n = 0;
+        ok(grammask_vocab_size(v, &mut n));
+        let gbnf = r#"root ::= "{\"name\": \"" [a-z ]{2,20} "\", \"n\": " [0-9]+ "}""#;
+        let mut g = null_mut();
+        ok(grammask_compile_gbnf(v, gbnf.as_ptr().cast(), gbnf.len(), null(), &mut g));
+        let mut words = 0;
+        ok(grammask_grammar_bitmask_words(g, &mut words));
+        let mut m = null_mut();
+        ok(grammask_matcher_new(g, &mut m));
+        let text = r#"{"name": "ada lovelace", "n": 1815}"#;
+        let mut mask = vec![0u32; words];
+        let allowed = |mask: &[u32], id: i32| mask[id as usize / 32] >> (id % 32) & 1 == 1;
+        let check = |m: *mut GrammaskMatcher, mask: &[u32], ids: &[i32]| {
+            let mut cands: Vec<GrammaskTokenData> =
+                ids.iter().map(|&id| GrammaskTokenData { id, logit: 0.5, p: 0.25 }).collect();
+            ok(grammask_matcher_apply_to_candidates(m, cands.as_mut_ptr(), cands.len()));
+            for c in &cands {
+                let expected = if allowed(mask, c.id) { 0.5 } else { f32::NEG_INFINITY };
+                assert_eq!(c.logit, expected, "id {} of {} candidates", c.id, ids.len());
+                assert_eq!(c.p, 0.25);
+            }
+        };
+        for (i, byte) in text.bytes().enumerate() {
+            ok(grammask_matcher_fill_next_token_bitmask(m, mask.as_mut_ptr(), words));
+            let all: Vec<i32> = (0..n as i32).collect();
+            check(m, &mask, &all);
+            check(m, &mask, &all.iter().rev().copied().collect::<Vec<_>>());
+            check(m, &mask, &all.iter().step_by(7).copied().collect::<Vec<_>>());
+            let some_allowed: Vec<i32> =
+                all.iter().copied().filter(|&id| allowed(&mask, id)).take(3).collect();
+            check(m, &mask, &some_allowed);
+            check(m, &mask, &[some_allowed[0], 13, 50_000, 220]);
+            for &id in all.iter().step_by(97) {
+                check(m, &mask, &[id]);
+            }
+            ok(grammask_matcher_accept_bytes(m, [byte].as_ptr(), 1));
+            assert!(i < text.len());
+        }
+        ok(grammask_matcher_free(m));
+        ok(grammask_grammar_free(g));
+        ok(grammask_vocab_free(v));
+    }
+}
+
 #[test]
 fn bad_arguments_give_error_statuses() {
     // SAFETY (whole test): the pointers passed are NULL, live handles, freed handles or

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -214,7 +215,9 @@ int run(const options & o) {
     llama_backend_init();
 
     llama_model_params mparams = llama_model_default_params();
-    llama_model * model = llama_model_load_from_file(o.model.c_str(), mparams);
+    std::unique_ptr<llama_model, decltype(&llama_model_free)> model_owner(
+        llama_model_load_from_file(o.model.c_str(), mparams), llama_model_free);
+    llama_model * model = model_owner.get();
     if (model == nullptr) {
         throw std::runtime_error("cannot load the model " + o.model);
     }
@@ -236,13 +239,16 @@ int run(const options & o) {
     cparams.n_threads = o.threads;
     cparams.n_threads_batch = o.threads;
     cparams.no_perf = true;
-    llama_context * ctx = llama_init_from_model(model, cparams);
+    std::unique_ptr<llama_context, decltype(&llama_free)> ctx_owner(llama_init_from_model(model, cparams), llama_free);
+    llama_context * ctx = ctx_owner.get();
     if (ctx == nullptr) {
         throw std::runtime_error("cannot create a llama.cpp context");
     }
 
     const auto compile_start = std::chrono::steady_clock::now();
-    llama_sampler * grammar = make_grammar_sampler(o, vocab);
+    std::unique_ptr<llama_sampler, decltype(&llama_sampler_free)> grammar_owner(make_grammar_sampler(o, vocab),
+                                                                                 llama_sampler_free);
+    llama_sampler * grammar = grammar_owner.get();
     const double compile_s = seconds_since(compile_start);
 
     if (llama_decode(ctx, llama_batch_get_one(tokens.data(), n_prompt)) != 0) {
@@ -336,10 +342,6 @@ int run(const options & o) {
                 steps ? sampler_s * 1e6 / steps : 0.0, generation_s > 0 ? steps / generation_s : 0.0);
     }
 
-    llama_sampler_free(grammar);
-    llama_free(ctx);
-    llama_model_free(model);
-    llama_backend_free();
     return 0;
 }
 
@@ -347,10 +349,12 @@ int run(const options & o) {
 
 int main(int argc, char ** argv) {
     const options o = parse_args(argc, argv);
+    int status = 1;
     try {
-        return run(o);
+        status = run(o);
     } catch (const std::exception & e) {
         fprintf(stderr, "error: %s\n", e.what());
-        return 1;
     }
+    llama_backend_free();
+    return status;
 }
