@@ -81,13 +81,38 @@ impl GrammarFormat {
 }
 
 /// Reads grammar text of any format into the IR. `root` names the root rule of GBNF and
-/// EBNF grammars. A structural tag naming tokens by their text needs a vocabulary: use
-/// [`Compiler::compile_structural_tag`] or [`syntax::structural_tag_to_grammar`] for it.
+/// EBNF grammars. Tokens named by their text (a GBNF `<think>`, a structural tag's token)
+/// need a vocabulary: use [`parse_grammar_for`].
 pub fn parse_grammar(text: &str, format: GrammarFormat, root: &str) -> Result<Parsed, Diagnostics> {
+    parse_grammar_tokens(text, format, root, None)
+}
+
+/// Reads grammar text as [`parse_grammar`] does, for `vocab`: tokens named by their text
+/// (`<think>` in GBNF and EBNF, as llama.cpp writes them; a structural tag's tokens) are
+/// the tokens of `vocab` with those bytes.
+pub fn parse_grammar_for(
+    text: &str,
+    format: GrammarFormat,
+    root: &str,
+    vocab: &Vocabulary,
+) -> Result<Parsed, Diagnostics> {
+    parse_grammar_tokens(text, format, root, Some(&|t| vocab.token_id(t.as_bytes())))
+}
+
+fn parse_grammar_tokens(
+    text: &str,
+    format: GrammarFormat,
+    root: &str,
+    token_id: Option<grammask_syntax::TokenByText<'_>>,
+) -> Result<Parsed, Diagnostics> {
     match format {
         GrammarFormat::Gbnf | GrammarFormat::Ebnf => {
             let dialect = if format == GrammarFormat::Gbnf { Dialect::Gbnf } else { Dialect::Ebnf };
-            grammask_syntax::parse_grammar(text, &ParseOptions { dialect, root: root.to_string() })
+            let opts = ParseOptions { dialect, root: root.to_string() };
+            match token_id {
+                Some(token_id) => grammask_syntax::parse_grammar_with_tokens(text, &opts, token_id),
+                None => grammask_syntax::parse_grammar(text, &opts),
+            }
         }
         GrammarFormat::Regex => {
             let pattern = text.strip_suffix('\n').unwrap_or(text);
@@ -97,7 +122,11 @@ pub fn parse_grammar(text: &str, format: GrammarFormat, root: &str) -> Result<Pa
         }
         GrammarFormat::StructuralTag => {
             let options = grammask_syntax::StructuralTagOptions::default();
-            let grammar = grammask_syntax::parse_structural_tag(text, &options, &|_| None)?;
+            let grammar = grammask_syntax::parse_structural_tag(
+                text,
+                &options,
+                token_id.unwrap_or(&|_| None),
+            )?;
             Ok(Parsed { grammar, warnings: Vec::new() })
         }
         GrammarFormat::JsonSchema => {

@@ -35,7 +35,8 @@ def run(compare: str, model: str, case: dict, sampler: str, threads: int, first:
     out = subprocess.run(
         [compare, "--model", model, "--grammar", str(REPO / case["grammar"]), "--sampler", sampler,
          "--prompt", case["prompt"], "--n-predict", str(case["n_predict"]),
-         "--threads", str(threads), "--json"] + (["--grammar-first"] if first else []),
+         "--threads", str(threads), "--json"] + (["--grammar-first"] if first else [])
+        + [a for w in case.get("trigger_words", []) for a in ("--trigger-word", w)],
         capture_output=True, text=True, check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -60,7 +61,7 @@ def main() -> None:
             sys.exit(f"no {args.model}: run `grammask generate` once to fetch it, or pass --model")
     cases = json.loads((REPO / "integrations/llama.cpp/cases.json").read_text())
     rows, raw = [], []
-    for case in cases["cases"] + cases["schemas"]:
+    for case in cases["cases"] + cases["schemas"] + cases["lazy"]:
         runs = {"llama": [], "grammask": []}
         for _ in range(args.repeat):
             for sampler in ("llama", "grammask"):

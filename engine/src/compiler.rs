@@ -170,13 +170,26 @@ impl Compiler {
         &self.config
     }
 
-    /// Compiles GBNF text (llama.cpp's dialect) whose root rule is `root`.
+    /// Reads GBNF or EBNF text whose root rule is `root`, with tokens by text (`<think>`)
+    /// looked up in the vocabulary.
+    fn parse_text(
+        &self,
+        text: &str,
+        dialect: grammask_syntax::Dialect,
+    ) -> Result<Grammar, grammask_syntax::Diagnostics> {
+        let opts = grammask_syntax::ParseOptions { dialect, ..Default::default() };
+        let token_id = |t: &str| self.vocab.token_id(t.as_bytes());
+        grammask_syntax::parse_grammar_with_tokens(text, &opts, &token_id).map(|p| p.grammar)
+    }
+
+    /// Compiles GBNF text (llama.cpp's dialect) whose root rule is `root`; tokens by text
+    /// (`<think>`) are the vocabulary's.
     pub fn compile_gbnf(&self, text: &str) -> Result<Arc<CompiledGrammar>, CompileError> {
         let start = Instant::now();
         self.cached(
             || [b"gbnf".into(), text.as_bytes().into()],
             || {
-                let parse = || grammask_syntax::parse_gbnf(text).map(|p| p.grammar);
+                let parse = || self.parse_text(text, grammask_syntax::Dialect::Gbnf);
                 let grammar = parse().map_err(CompileError::Grammar)?;
                 self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
             },
@@ -189,7 +202,7 @@ impl Compiler {
         self.cached(
             || [b"ebnf".into(), text.as_bytes().into()],
             || {
-                let parse = || grammask_syntax::parse_ebnf(text).map(|p| p.grammar);
+                let parse = || self.parse_text(text, grammask_syntax::Dialect::Ebnf);
                 let grammar = parse().map_err(CompileError::Grammar)?;
                 self.compile_made(grammar, &|| parse().map_err(CompileError::Grammar), false, start)
             },

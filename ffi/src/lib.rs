@@ -530,10 +530,10 @@ unsafe fn compile(
 ) -> GrammaskStatus {
     // SAFETY: same contract as the caller's.
     unsafe {
-        compile_text(vocab, text_ptr, len, limits, out, |text| {
+        compile_text(vocab, text_ptr, len, limits, out, |text, vocab| {
             // SAFETY: `root` is NULL or NUL-terminated by contract.
             let root = if root.is_null() { "root" } else { c_str(root, "root")? };
-            let parsed = grammask::parse_grammar(text, format, root)
+            let parsed = grammask::parse_grammar_for(text, format, root, vocab)
                 .map_err(|d| Failure::diagnostics(&d, text))?;
             Ok(parsed.grammar)
         })
@@ -553,7 +553,7 @@ unsafe fn compile_text(
     len: usize,
     limits: *const GrammaskLimits,
     out: *mut *mut GrammaskGrammar,
-    to_grammar: impl FnOnce(&str) -> Result<grammask::Grammar, Failure>,
+    to_grammar: impl FnOnce(&str, &grammask::Vocabulary) -> Result<grammask::Grammar, Failure>,
 ) -> GrammaskStatus {
     guard(|| {
         let start = std::time::Instant::now();
@@ -566,7 +566,7 @@ unsafe fn compile_text(
                 compiler_config(limits)?,
             )
         };
-        let grammar = to_grammar(text)?;
+        let grammar = to_grammar(text, &v.0)?;
         let compiled = Compiler::from_arc(v.0.clone())
             .with_config(config)
             .compile_grammar_since(&grammar, start)
@@ -774,9 +774,7 @@ pub unsafe extern "C" fn grammask_compile_structural_tag(
 ) -> GrammaskStatus {
     // SAFETY: same contract as documented above.
     unsafe {
-        compile_text(vocab, json, len, limits, out, |text| {
-            // SAFETY: `vocab` is NULL or a handle by contract; checked by `borrow`.
-            let v = borrow::<VocabValue, _>(vocab, "vocab")?.0.clone();
+        compile_text(vocab, json, len, limits, out, |text, v| {
             let options = grammask::syntax::StructuralTagOptions::default();
             let token_id = |t: &str| v.token_id(t.as_bytes());
             grammask::syntax::parse_structural_tag(text, &options, &token_id)
@@ -816,9 +814,7 @@ pub unsafe extern "C" fn grammask_compile_lazy_gbnf(
 ) -> GrammaskStatus {
     // SAFETY: same contract as documented above.
     unsafe {
-        compile_text(vocab, text, len, limits, out, |text| {
-            // SAFETY: `vocab` is NULL or a handle by contract; checked by `borrow`.
-            let v = borrow::<VocabValue, _>(vocab, "vocab")?.0.clone();
+        compile_text(vocab, text, len, limits, out, |text, v| {
             let strings =
                 |ptr: *const *const c_char, n: usize, name: &str| -> Result<Vec<String>, Failure> {
                     // SAFETY: `ptr` holds `n` NUL-terminated strings by contract.
@@ -844,7 +840,7 @@ pub unsafe extern "C" fn grammask_compile_lazy_gbnf(
             }
             // SAFETY: `root` is NULL or NUL-terminated by contract.
             let root = if root.is_null() { "root" } else { c_str(root, "root")? };
-            let parsed = grammask::parse_grammar(text, GrammarFormat::Gbnf, root)
+            let parsed = grammask::parse_grammar_for(text, GrammarFormat::Gbnf, root, v)
                 .map_err(|d| Failure::diagnostics(&d, text))?;
             grammask::syntax::lazy::lazy_grammar(parsed.grammar, &triggers)
                 .map_err(|d| Failure::diagnostics(&d, text))
@@ -923,7 +919,7 @@ pub unsafe extern "C" fn grammask_compile_json_schema_with_limits(
 ) -> GrammaskStatus {
     // SAFETY: same contract as documented above.
     unsafe {
-        compile_text(vocab, schema, len, limits, out, |text| {
+        compile_text(vocab, schema, len, limits, out, |text, _| {
             // `options` is NULL or readable by contract (the enclosing block is unsafe).
             let opts = schema_options(options)?;
             let converted = grammask::syntax::parse_json_schema(text, &opts)

@@ -170,6 +170,51 @@ fn builtin_vocabulary_and_grammar_formats() {
     }
 }
 
+/// A GBNF token by its text (`<think>`, as llama.cpp writes it) is the vocabulary's token
+/// with that text; one the vocabulary lacks is a grammar error at its position.
+#[test]
+fn gbnf_tokens_by_text_are_the_vocabularys() {
+    // SAFETY (whole test): every pointer passed is valid for the call as documented.
+    unsafe {
+        let tokens: [&[u8]; 4] = [b"a", b"<think>", b"</think>", b"</s>"];
+        let ptrs: Vec<*const u8> = tokens.iter().map(|t| t.as_ptr()).collect();
+        let lens: Vec<usize> = tokens.iter().map(|t| t.len()).collect();
+        let kinds = [0u8, 1, 1, 1];
+        let mut v = null_mut();
+        ok(grammask_vocab_from_tokens(
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            kinds.as_ptr(),
+            4,
+            [3u32].as_ptr(),
+            1,
+            0,
+            &mut v,
+        ));
+        let gbnf = "root ::= <think> \"a\"+ </think>\n";
+        let mut g = null_mut();
+        ok(grammask_compile_gbnf(v, gbnf.as_ptr().cast(), gbnf.len(), null(), &mut g));
+        let mut m = null_mut();
+        ok(grammask_matcher_new(g, &mut m));
+        let mut mask = [0u32; 1];
+        for (id, expected) in [(1, 0b0010), (0, 0b0001), (2, 0b0101), (3, 0b1000)] {
+            ok(grammask_matcher_fill_next_token_bitmask(m, mask.as_mut_ptr(), 1));
+            assert_eq!(mask[0], expected, "before token {id}");
+            ok(grammask_matcher_accept_token(m, id));
+        }
+        ok(grammask_matcher_free(m));
+        ok(grammask_grammar_free(g));
+
+        let bad = "root ::= \"a\" <nope>\n";
+        let message = fails(
+            grammask_compile_gbnf(v, bad.as_ptr().cast(), bad.len(), null(), &mut g),
+            S::Grammar,
+        );
+        assert!(message.contains("no token `<nope>`") && message.contains("1:14"), "{message}");
+        ok(grammask_vocab_free(v));
+    }
+}
+
 /// `apply_to_candidates` agrees with the bitmask however the candidates come: the whole
 /// vocabulary in id order (masked a word at a time), the same ids reversed, a strided
 /// subset, and one or a few at a time (each tried without the whole mask), at every step

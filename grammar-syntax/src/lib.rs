@@ -33,7 +33,10 @@ pub use ir::{CharClass, Expr, FreeText, Grammar, GrammarBuilder, Rule, RuleId, S
 pub use json_schema::{
     builtin_json_grammar, json_schema_to_grammar, parse_json_schema, Converted, JsonSchemaOptions,
 };
-pub use parse::{parse_ebnf, parse_gbnf, parse_grammar, Dialect, ParseOptions, Parsed};
+pub use parse::{
+    parse_ebnf, parse_gbnf, parse_grammar, parse_grammar_with_tokens, Dialect, ParseOptions,
+    Parsed, TokenByText,
+};
 pub use regex::{parse_regex, regex_to_ir, RegexOptions};
 pub use structural_tag::{parse_structural_tag, structural_tag_to_grammar, StructuralTagOptions};
 pub use tools::{ToolCallFormat, ToolChoice, ToolsOptions};

@@ -75,16 +75,40 @@ pub struct Parsed {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// Looks a token up by its text (`<think>`, brackets included): its id, or `None` when the
+/// vocabulary has no such token.
+pub type TokenByText<'t> = &'t (dyn Fn(&str) -> Option<u32> + Sync);
+
 /// Reads a grammar in the dialect of `opts`; on failure, every error found (and the
-/// warnings), in source order.
+/// warnings), in source order. Tokens by text (`<think>`) need a vocabulary: see
+/// [`parse_grammar_with_tokens`].
 pub fn parse_grammar(src: &str, opts: &ParseOptions) -> Result<Parsed, Diagnostics> {
+    parse_grammar_tokens(src, opts, None)
+}
+
+/// Reads a grammar as [`parse_grammar`] does, with tokens by text (`<think>`, `!<think>`,
+/// as llama.cpp writes a token of its vocabulary) looked up by `token_id`; a text no token
+/// has is an error at its position.
+pub fn parse_grammar_with_tokens(
+    src: &str,
+    opts: &ParseOptions,
+    token_id: TokenByText<'_>,
+) -> Result<Parsed, Diagnostics> {
+    parse_grammar_tokens(src, opts, Some(token_id))
+}
+
+fn parse_grammar_tokens(
+    src: &str,
+    opts: &ParseOptions,
+    token_id: Option<TokenByText<'_>>,
+) -> Result<Parsed, Diagnostics> {
     let depth = check_nesting(src).map_err(Diagnostics::one)?;
     if depth > SHALLOW_NESTING {
         // The parser recurses per nesting level: give deep input a stack of its own.
         let result = std::thread::scope(|scope| {
             std::thread::Builder::new()
                 .stack_size(DEEP_STACK_BYTES)
-                .spawn_scoped(scope, || parse_checked(src, opts))
+                .spawn_scoped(scope, || parse_checked(src, opts, token_id))
                 .ok()
                 .map(|handle| handle.join())
         });
@@ -94,7 +118,7 @@ pub fn parse_grammar(src: &str, opts: &ParseOptions) -> Result<Parsed, Diagnosti
             None => {}
         }
     }
-    parse_checked(src, opts)
+    parse_checked(src, opts, token_id)
 }
 
 /// Nesting up to which parsing runs on the caller's stack.
@@ -103,8 +127,12 @@ const SHALLOW_NESTING: usize = 64;
 const DEEP_STACK_BYTES: usize = 256 << 20;
 
 /// Parses `src`, whose nesting depth was checked.
-fn parse_checked(src: &str, opts: &ParseOptions) -> Result<Parsed, Diagnostics> {
-    let mut lowerer = Lowerer::new(src, opts.dialect);
+fn parse_checked(
+    src: &str,
+    opts: &ParseOptions,
+    token_id: Option<TokenByText<'_>>,
+) -> Result<Parsed, Diagnostics> {
+    let mut lowerer = Lowerer::new(src, opts.dialect, token_id);
     let bom = if src.starts_with('\u{FEFF}') { '\u{FEFF}'.len_utf8() } else { 0 };
     let mut pos = skip_blank(src, bom);
     while pos < src.len() {
@@ -246,6 +274,8 @@ fn check_nesting(src: &str) -> Result<usize, Diagnostic> {
 struct Lowerer<'s> {
     src: &'s str,
     dialect: Dialect,
+    /// Looks tokens by text up, when a vocabulary is at hand.
+    token_id: Option<TokenByText<'s>>,
     builder: GrammarBuilder,
     diagnostics: Vec<Diagnostic>,
     /// Where each rule was first referred to (for "undefined rule").
@@ -259,10 +289,11 @@ struct Lowerer<'s> {
 }
 
 impl<'s> Lowerer<'s> {
-    fn new(src: &'s str, dialect: Dialect) -> Self {
+    fn new(src: &'s str, dialect: Dialect, token_id: Option<TokenByText<'s>>) -> Self {
         Lowerer {
             src,
             dialect,
+            token_id,
             builder: GrammarBuilder::new(),
             diagnostics: Vec::new(),
             first_reference: HashMap::new(),
@@ -522,19 +553,7 @@ impl<'s> Lowerer<'s> {
             Rule::json_embed => out.push(self.json_embed(pair, offset)),
             Rule::any_char => out.push(Expr::Class(CharClass::any())),
             Rule::token_ref => out.push(self.tokens(pair, offset)),
-            Rule::token_text => {
-                self.diagnostics.push(
-                    Diagnostic::error(
-                        span,
-                        format!(
-                            "tokens by text (`{}`) are not supported: write the token id, `<[id]>`",
-                            pair.as_str()
-                        ),
-                    )
-                    .with_category(Category::Unsupported),
-                );
-                out.push(Expr::Empty);
-            }
+            Rule::token_text => out.push(self.token_text(pair.as_str(), span)),
             Rule::reference => {
                 let name = pair.as_str();
                 if self.dialect == Dialect::Gbnf && name.contains('.') {
@@ -652,6 +671,34 @@ impl<'s> Lowerer<'s> {
             }
         };
         Some(c)
+    }
+
+    /// `<think>` or `!<think>`: the token whose text is `<think>` (or any other one token).
+    fn token_text(&mut self, written: &str, span: Span) -> Expr {
+        let (negated, text) = match written.strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, written),
+        };
+        let Some(token_id) = self.token_id else {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "a token by its text (`{written}`) needs a vocabulary: compile the \
+                         grammar for one, or write the token id, `<[id]>`"
+                    ),
+                )
+                .with_category(Category::Unsupported),
+            );
+            return Expr::Empty;
+        };
+        match token_id(text) {
+            Some(id) => Expr::Tokens(TokenSet { negated, ids: vec![id] }),
+            None => {
+                self.error(span, format!("the vocabulary has no token `{text}`"));
+                Expr::Empty
+            }
+        }
     }
 
     fn tokens(&mut self, pair: Pair<'_, Rule>, offset: usize) -> Expr {

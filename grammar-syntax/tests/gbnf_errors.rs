@@ -84,7 +84,7 @@ const CASES: &[(Dialect, &str, usize, usize, &str)] = &[
     (G, "root ::= \"x\" (= \"y\")", 1, 14, "only supported in EBNF"),
     (E, "root ::= \"x\" (= \"y\"", 1, 14, "unclosed `(`"),
     (E, "root ::= a.b\na.b ::= \"x\" | \"\\q\"", 2, 16, "unknown escape"),
-    (G, "root ::= <think>", 1, 10, "tokens by text (`<think>`) are not supported"),
+    (G, "root ::= <think>", 1, 10, "a token by its text (`<think>`) needs a vocabulary"),
 ];
 
 #[test]
@@ -159,4 +159,27 @@ fn custom_root_name() {
     assert_eq!(parsed.grammar.rule(parsed.grammar.root).name, "start");
     let d = parse_grammar("root ::= \"a\"\n", &opts).unwrap_err();
     assert!(d.errors().any(|e| e.message == "missing root rule `start`"));
+}
+
+#[test]
+fn tokens_by_text_are_looked_up_when_a_vocabulary_is_given() {
+    let token_id = |text: &str| match text {
+        "<think>" => Some(7),
+        "</think>" => Some(8),
+        _ => None,
+    };
+    let src = "root ::= <think> [a-z]* </think> !<think>\n";
+    let parsed =
+        grammask_syntax::parse_grammar_with_tokens(src, &ParseOptions::default(), &token_id)
+            .unwrap();
+    let printed = grammask_syntax::print::to_gbnf(&parsed.grammar);
+    assert!(printed.contains("<[7]> [a-z]* <[8]> !<[7]>"), "{printed}");
+    assert!(grammask_syntax::parse_gbnf(src).is_err(), "no vocabulary, no token by text");
+
+    let src = "root ::= \"a\" <nope>\n";
+    let d = grammask_syntax::parse_grammar_with_tokens(src, &ParseOptions::default(), &token_id)
+        .unwrap_err();
+    let e = d.errors().next().unwrap();
+    assert_eq!(e.message, "the vocabulary has no token `<nope>`");
+    assert_eq!(LineCol::of(src, e.span.unwrap().start), LineCol { line: 1, column: 14 });
 }

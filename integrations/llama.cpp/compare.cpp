@@ -3,6 +3,7 @@
 //
 //   grammask-compare --model GGUF --grammar FILE --sampler grammask|llama --prompt TEXT
 //                    --n-predict N [--json] [--grammar-first] [--threads N] [--verbose]
+//                    [--trigger-word WORD]... [--trigger-token ID]...
 //
 // The prompt is the user message of the GGUF's chat template. `--grammar` takes GBNF, or a
 // JSON Schema when the file name ends in `.json` (llama.cpp's json_schema_to_grammar for
@@ -14,6 +15,7 @@
 // "sampler_us_per_token", "tokens_per_s", ...}; the time in the grammar sampler's apply and
 // accept calls is the sampler's.
 
+#include "common.h"
 #include "grammask-sampler.h"
 #include "json-schema-to-grammar.h"
 #include "llama.h"
@@ -42,13 +44,16 @@ struct options {
     bool json = false;
     bool verbose = false;
     bool grammar_first = false;
+    std::vector<std::string> trigger_words;   // lazy grammar: its trigger words
+    std::vector<llama_token> trigger_tokens;  // and trigger tokens
 };
 
 [[noreturn]] void usage(const char * message) {
     fprintf(stderr,
             "error: %s\n"
             "usage: grammask-compare --model GGUF --grammar FILE --sampler grammask|llama --prompt TEXT\n"
-            "                        --n-predict N [--json] [--grammar-first] [--threads N] [--verbose]\n",
+            "                        --n-predict N [--json] [--grammar-first] [--threads N] [--verbose]\n"
+            "                        [--trigger-word WORD]... [--trigger-token ID]...\n",
             message);
     exit(2);
 }
@@ -86,6 +91,10 @@ options parse_args(int argc, char ** argv) {
             o.threads = number();
         } else if (arg == "--json") {
             o.json = true;
+        } else if (arg == "--trigger-word") {
+            o.trigger_words.push_back(value());
+        } else if (arg == "--trigger-token") {
+            o.trigger_tokens.push_back(number());
         } else if (arg == "--grammar-first") {
             o.grammar_first = true;
         } else if (arg == "--verbose") {
@@ -120,9 +129,33 @@ bool ends_with(const std::string & s, const std::string & suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The length of the valid UTF-8 sequence at s[i] (0 when the byte there starts none).
+size_t utf8_length(const std::string & s, size_t i) {
+    const unsigned char c = (unsigned char) s[i];
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) {
+        return 0;
+    }
+    for (size_t k = 1; k < n; ++k) {
+        if (((unsigned char) s[i + k] >> 6) != 0x2) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+// A JSON string of `s`; a byte that is not part of valid UTF-8 (the text may end inside a
+// character) is written as U+FFFD.
 std::string json_string(const std::string & s) {
     std::string out = "\"";
-    for (unsigned char c : s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = (unsigned char) s[i];
+        const size_t n = utf8_length(s, i);
+        if (n == 0) {
+            out += "\\ufffd";
+            i += 1;
+            continue;
+        }
         switch (c) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;
@@ -135,9 +168,10 @@ std::string json_string(const std::string & s) {
                     snprintf(buf, sizeof buf, "\\u%04x", c);
                     out += buf;
                 } else {
-                    out += (char) c;  // UTF-8 passes through; a token may end inside a character
+                    out.append(s, i, n);
                 }
         }
+        i += n;
     }
     return out + "\"";
 }
@@ -177,6 +211,31 @@ llama_sampler * make_grammar_sampler(const options & o, const llama_vocab * voca
     const std::string text = read_file(o.grammar);
     const bool schema = ends_with(o.grammar, ".json");
     llama_sampler * s = nullptr;
+    if (!o.trigger_words.empty() || !o.trigger_tokens.empty()) {
+        if (schema) {
+            throw std::runtime_error("a lazy grammar (--trigger-word, --trigger-token) is GBNF");
+        }
+        // Trigger words as llama.cpp's common_sampler_init passes them: escaped patterns.
+        std::vector<std::string> patterns;
+        for (const auto & word : o.trigger_words) {
+            patterns.push_back(regex_escape(word));
+        }
+        std::vector<const char *> patterns_c;
+        for (const auto & p : patterns) {
+            patterns_c.push_back(p.c_str());
+        }
+        s = o.sampler == "grammask"
+                ? llama_sampler_init_grammask_lazy(vocab, text.c_str(), "root", nullptr, 0, patterns_c.data(),
+                                                   patterns_c.size(), o.trigger_tokens.data(), o.trigger_tokens.size())
+                : llama_sampler_init_grammar_lazy_patterns(vocab, text.c_str(), "root", patterns_c.data(),
+                                                           patterns_c.size(), o.trigger_tokens.data(),
+                                                           o.trigger_tokens.size());
+        if (s == nullptr) {
+            throw std::runtime_error(std::string("the lazy grammar was refused: ") +
+                                     (o.sampler == "grammask" ? llama_sampler_grammask_last_error() : ""));
+        }
+        return s;
+    }
     if (o.sampler == "grammask") {
         s = schema ? llama_sampler_init_grammask_json_schema(vocab, text.c_str())
                    : llama_sampler_init_grammask(vocab, text.c_str(), "root");

@@ -150,8 +150,8 @@ impl Compiler {
                 };
             }
             let start = Instant::now();
-            let parsed =
-                grammask::parse_grammar(text, format, root).map_err(CompileError::Grammar)?;
+            let parsed = grammask::parse_grammar_for(text, format, root, c.vocabulary())
+                .map_err(CompileError::Grammar)?;
             c.compile_grammar_since(&parsed.grammar, start)
         })
     }

@@ -5,8 +5,8 @@ names the compare program (llama-server is beside it), and ``.ci/run`` sets it. 
 it every test here is skipped, loudly.
 
 - Greedy generations on SmolLM2-135M-Instruct give identical tokens under llama.cpp's
-  grammar sampler and grammask's, on llama.cpp's grammars and hand-written ones
-  (``integrations/llama.cpp/cases.json``).
+  grammar sampler and grammask's, on llama.cpp's grammars and hand-written ones, lazy
+  grammars among them (``integrations/llama.cpp/cases.json``).
 - JSON Schemas (llama.cpp's converter for its sampler, grammask's for grammask's) give
   documents the ``jsonschema`` validator accepts.
 - llama-server started with ``--grammask`` serves ``/completion`` with ``grammar`` and
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import socket
 import subprocess
 import time
@@ -42,11 +42,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def compare(model: Path, grammar: str, sampler: str, prompt: str, n_predict: int) -> dict:
+def compare(model: Path, grammar: str, sampler: str, prompt: str, n_predict: int,
+            trigger_words: tuple[str, ...] = ()) -> dict:
     """One run of the compare program; its JSON line."""
+    triggers = [a for w in trigger_words for a in ("--trigger-word", w)]
     out = subprocess.run(
         [COMPARE, "--model", str(model), "--grammar", str(REPO / grammar), "--sampler", sampler,
-         "--prompt", prompt, "--n-predict", str(n_predict), "--json"],
+         "--prompt", prompt, "--n-predict", str(n_predict), "--json", *triggers],
         capture_output=True, text=True, timeout=600, check=False,
     )
     assert out.returncode == 0, f"{sampler} on {grammar}: exit {out.returncode}\n{out.stderr}"
@@ -68,6 +70,16 @@ def test_identical_tokens_under_both_samplers(smollm2_gguf, case):
     )
     assert ours["stop"] == llama["stop"]
     assert ours["text"] == llama["text"]
+
+
+@pytest.mark.parametrize("case", CASES["lazy"], ids=case_id)
+def test_lazy_grammars_give_identical_tokens_and_apply_from_the_trigger(smollm2_gguf, case):
+    words = tuple(case["trigger_words"])
+    llama = compare(smollm2_gguf, case["grammar"], "llama", case["prompt"], case["n_predict"], words)
+    ours = compare(smollm2_gguf, case["grammar"], "grammask", case["prompt"], case["n_predict"], words)
+    assert ours["tokens"] == llama["tokens"], f"{llama['text']!r}\n{ours['text']!r}"
+    start = min(i for i in (ours["text"].find(w) for w in words) if i >= 0)
+    assert re.match(case["after_trigger"], ours["text"][start:]), ours["text"]
 
 
 @pytest.mark.parametrize("case", CASES["schemas"], ids=case_id)

@@ -119,8 +119,8 @@ fn load_tools(args: &GenerateArgs, path: &str) -> Result<(Grammar, String, ToolS
 
 fn load(args: &GenerateArgs) -> Result<(Grammar, String), i32> {
     let loaded = match (&args.grammar, &args.schema, &args.builtin) {
-        (Some(path), _, _) => input::load_grammar(path, None, "root")?,
-        (None, Some(path), _) => input::load_grammar(path, Some("json"), "root")?,
+        (Some(path), _, _) => input::load_grammar(path, None, "root", None)?,
+        (None, Some(path), _) => input::load_grammar(path, Some("json"), "root", None)?,
         (None, None, Some(name)) => {
             let options = grammask::syntax::JsonSchemaOptions::default();
             let grammar = grammask::syntax::json_schema::builtin_json_grammar(&options);

@@ -63,11 +63,20 @@ pub fn format_of(path: &str, format: Option<&str>) -> Result<GrammarFormat, i32>
 }
 
 /// Reads and parses a grammar; prints warnings, and errors with their source lines.
-pub fn load_grammar(path: &str, format: Option<&str>, root: &str) -> Result<LoadedGrammar, i32> {
+pub fn load_grammar(
+    path: &str,
+    format: Option<&str>,
+    root: &str,
+    vocab: Option<&grammask::Vocabulary>,
+) -> Result<LoadedGrammar, i32> {
     let format = format_of(path, format)?;
     let text = read_text(path)?;
     let name = if path == "-" { "<stdin>".to_string() } else { path.to_string() };
-    match grammask::parse_grammar(&text, format, root) {
+    let parsed = match vocab {
+        Some(vocab) => grammask::parse_grammar_for(&text, format, root, vocab),
+        None => grammask::parse_grammar(&text, format, root),
+    };
+    match parsed {
         Ok(parsed) => {
             for w in &parsed.warnings {
                 eprintln!("{}", w.render(&name, &text));
@@ -215,7 +224,7 @@ pub fn load_grammar_args_for(
         return load_structural_tag(path, vocab);
     }
     if format != GrammarFormat::JsonSchema {
-        return load_grammar(path, args.format.as_deref(), &args.root);
+        return load_grammar(path, args.format.as_deref(), &args.root, vocab);
     }
     load_schema(path, &args.schema)
 }
