@@ -237,6 +237,22 @@ def test_server_chat_completion_with_a_json_schema_response_format(server):
     assert grammask_lines(log) == before + 1
 
 
+def test_server_completion_with_a_lazy_grammar(server):
+    base, log = server
+    case = CASES["lazy"][0]
+    status, body = post(base + "/completion", {
+        "prompt": f"<|im_start|>user\n{case['prompt']}<|im_end|>\n<|im_start|>assistant\n",
+        "grammar": (REPO / case["grammar"]).read_text(), "grammar_lazy": True,
+        "grammar_triggers": [{"type": 1, "value": w} for w in case["trigger_words"]],
+        "n_predict": case["n_predict"], "temperature": 0,
+    })
+    assert status == 200, body
+    text = body["content"]
+    start = text.find(case["trigger_words"][0])
+    assert start >= 0 and re.match(case["after_trigger"], text[start:]), text
+    assert "constrains the lazy GBNF grammar" in log.read_text()
+
+
 def test_server_request_field_chooses_the_sampler(server):
     """`%json{...}` is grammask's GBNF: served by grammask, refused by llama.cpp's parser."""
     base, log = server
