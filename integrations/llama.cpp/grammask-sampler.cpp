@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -36,43 +37,41 @@ std::string token_piece(const llama_vocab * vocab, llama_token id) {
     return piece;
 }
 
-// The grammask vocabulary of a llama_vocab, with the fingerprint that tells whether a cached
-// one still describes it (a llama_vocab freed and another allocated at the same address).
-struct vocab_entry {
-    uint64_t fingerprint = 0;
-    std::shared_ptr<GrammaskVocab> vocab;
-};
+// A fingerprint of a llama_vocab that tells whether a cached grammask vocabulary still
+// describes it (another llama_vocab may be allocated where a freed one was): its size, its
+// end-of-generation tokens' ids and the pieces of 64 tokens spread over it. Cheap next to
+// a sampler's start, unlike reading every piece.
+uint64_t fingerprint_of(const llama_vocab * vocab) {
+    const int32_t n = llama_vocab_n_tokens(vocab);
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix((uint64_t) n);
+    for (int32_t k = 0; k < 64 && n > 0; ++k) {
+        const llama_token id = (llama_token) (((int64_t) n - 1) * k / 63);
+        for (unsigned char c : token_piece(vocab, id)) {
+            mix(c);
+        }
+        mix(llama_vocab_is_eog(vocab, id) ? 0x100u : 0x200u);
+    }
+    for (llama_token id : { llama_vocab_eos(vocab), llama_vocab_eot(vocab), llama_vocab_sep(vocab) }) {
+        mix((uint64_t) (uint32_t) id);
+    }
+    return h;
+}
 
 // Builds the grammask vocabulary of `vocab` as llama.cpp's grammar sampler sees it:
 // end-of-generation tokens are stop tokens (allowed exactly where the grammar can end);
 // a token whose piece is empty or starts with a NUL byte is never allowed; every other
 // token, control tokens included, is matched by its piece.
-std::shared_ptr<GrammaskVocab> vocab_for(const llama_vocab * vocab) {
-    static std::mutex mutex;
-    static std::map<const llama_vocab *, vocab_entry> cache;
-
+std::shared_ptr<GrammaskVocab> build_vocab(const llama_vocab * vocab) {
     const int32_t n = llama_vocab_n_tokens(vocab);
     std::vector<std::string> pieces((size_t) n);
-    uint64_t fingerprint = 1469598103934665603ull ^ (uint64_t) n;  // FNV-1a over the pieces
-    for (int32_t id = 0; id < n; ++id) {
-        pieces[id] = token_piece(vocab, id);
-        for (unsigned char c : pieces[id]) {
-            fingerprint = (fingerprint ^ c) * 1099511628211ull;
-        }
-        fingerprint = (fingerprint ^ (llama_vocab_is_eog(vocab, id) ? 0x100u : 0x200u)) * 1099511628211ull;
-    }
-
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(vocab);
-    if (it != cache.end() && it->second.fingerprint == fingerprint) {
-        return it->second.vocab;
-    }
-
     std::vector<const uint8_t *> bytes((size_t) n);
     std::vector<size_t> lens((size_t) n);
     std::vector<uint8_t> kinds((size_t) n);
     std::vector<uint32_t> stops;
     for (int32_t id = 0; id < n; ++id) {
+        pieces[id] = token_piece(vocab, id);
         const std::string & piece = pieces[id];
         bytes[id] = (const uint8_t *) piece.data();
         lens[id] = piece.size();
@@ -97,8 +96,50 @@ std::shared_ptr<GrammaskVocab> vocab_for(const llama_vocab * vocab) {
     if (status != GRAMMASK_STATUS_OK) {
         throw std::runtime_error(grammask_error("grammask vocabulary", status));
     }
-    cache[vocab] = vocab_entry{ fingerprint, shared };
     return shared;
+}
+
+// The compiled grammars kept for reuse: a server compiles the same grammar or schema for
+// request after request, and a kept grammar keeps the masks it has filled. Keyed by the
+// vocabulary and the grammar's form and text; least recently used first out.
+constexpr size_t GRAMMARS_KEPT = 16;
+
+struct grammar_entry {
+    std::string key;
+    std::shared_ptr<GrammaskGrammar> grammar;
+};
+
+// The process's grammask vocabularies (one per llama_vocab) and kept grammars.
+struct caches {
+    std::mutex mutex;
+    std::map<const llama_vocab *, std::pair<uint64_t, std::shared_ptr<GrammaskVocab>>> vocabs;
+    std::vector<grammar_entry> grammars;  // most recently used last
+};
+
+caches & process_caches() {
+    static caches c;
+    return c;
+}
+
+std::shared_ptr<GrammaskVocab> vocab_for(const llama_vocab * vocab) {
+    const uint64_t fingerprint = fingerprint_of(vocab);
+    caches & c = process_caches();
+    {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        auto it = c.vocabs.find(vocab);
+        if (it != c.vocabs.end() && it->second.first == fingerprint) {
+            return it->second.second;
+        }
+    }
+    std::shared_ptr<GrammaskVocab> built = build_vocab(vocab);
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto & slot = c.vocabs[vocab];
+    if (slot.first != fingerprint || !slot.second) {
+        slot = { fingerprint, built };
+        // Grammars compiled for what was there before are of no use now.
+        c.grammars.clear();
+    }
+    return slot.second;
 }
 
 // One sampler: the compiled grammar (shared with its clones) and this sequence's matcher.
@@ -188,22 +229,43 @@ llama_sampler * sampler_clone(const llama_sampler * smpl) {
 }
 
 // A sampler over the grammar `compile` makes for the grammask vocabulary of `vocab`
-// (`compile` returns a status and sets its out-pointer); NULL with the reason recorded when
-// it fails.
+// (`compile` returns a status and sets its out-pointer), reusing a kept grammar of the same
+// `key`; NULL with the reason recorded when it fails.
 template <typename Compile>
-llama_sampler * make_sampler(const llama_vocab * vocab, const char * what, Compile compile) {
+llama_sampler * make_sampler(const llama_vocab * vocab, const char * what, const std::string & key,
+                             Compile compile) {
     g_last_error.clear();
     try {
         auto ctx = std::make_unique<sampler_ctx>();
         ctx->vocab = vocab;
         std::shared_ptr<GrammaskVocab> gvocab = vocab_for(vocab);
-        GrammaskGrammar * grammar = nullptr;
-        const GrammaskStatus status = compile(gvocab.get(), &grammar);
-        if (status != GRAMMASK_STATUS_OK) {
-            throw std::runtime_error(grammask_error(what, status));
+        const std::string full_key =
+            std::to_string((uintptr_t) gvocab.get()) + '\0' + what + '\0' + key;
+        caches & c = process_caches();
+        {
+            std::lock_guard<std::mutex> lock(c.mutex);
+            for (size_t i = 0; i < c.grammars.size(); ++i) {
+                if (c.grammars[i].key == full_key) {
+                    ctx->grammar = c.grammars[i].grammar;
+                    std::rotate(c.grammars.begin() + i, c.grammars.begin() + i + 1, c.grammars.end());
+                    break;
+                }
+            }
         }
-        ctx->grammar = std::shared_ptr<GrammaskGrammar>(grammar, grammask_grammar_free);
-        if (grammask_matcher_new(grammar, &ctx->matcher) != GRAMMASK_STATUS_OK) {
+        if (!ctx->grammar) {
+            GrammaskGrammar * grammar = nullptr;
+            const GrammaskStatus status = compile(gvocab.get(), &grammar);
+            if (status != GRAMMASK_STATUS_OK) {
+                throw std::runtime_error(grammask_error(what, status));
+            }
+            ctx->grammar = std::shared_ptr<GrammaskGrammar>(grammar, grammask_grammar_free);
+            std::lock_guard<std::mutex> lock(c.mutex);
+            if (c.grammars.size() >= GRAMMARS_KEPT) {
+                c.grammars.erase(c.grammars.begin());
+            }
+            c.grammars.push_back(grammar_entry{ full_key, ctx->grammar });
+        }
+        if (grammask_matcher_new(ctx->grammar.get(), &ctx->matcher) != GRAMMASK_STATUS_OK) {
             throw std::runtime_error(grammask_error(what, GRAMMASK_STATUS_INVALID_HANDLE));
         }
         return llama_sampler_init(&sampler_iface, ctx.release());
@@ -230,7 +292,8 @@ llama_sampler * llama_sampler_init_grammask(const llama_vocab * vocab, const cha
         g_last_error.clear();
         return empty_sampler(vocab);
     }
-    return make_sampler(vocab, "grammask: grammar", [&](GrammaskVocab * v, GrammaskGrammar ** out) {
+    const std::string key = std::string(grammar_root ? grammar_root : "root") + '\0' + grammar_str;
+    return make_sampler(vocab, "grammask: grammar", key, [&](GrammaskVocab * v, GrammaskGrammar ** out) {
         return grammask_compile_gbnf(v, grammar_str, strlen(grammar_str), grammar_root, out);
     });
 }
@@ -240,7 +303,7 @@ llama_sampler * llama_sampler_init_grammask_json_schema(const llama_vocab * voca
         g_last_error = "grammask: JSON Schema: no schema";
         return nullptr;
     }
-    return make_sampler(vocab, "grammask: JSON Schema", [&](GrammaskVocab * v, GrammaskGrammar ** out) {
+    return make_sampler(vocab, "grammask: JSON Schema", schema_json, [&](GrammaskVocab * v, GrammaskGrammar ** out) {
         return grammask_compile_json_schema(v, schema_json, strlen(schema_json), out);
     });
 }
@@ -254,7 +317,17 @@ llama_sampler * llama_sampler_init_grammask_lazy(const llama_vocab * vocab, cons
         g_last_error.clear();
         return empty_sampler(vocab);
     }
-    return make_sampler(vocab, "grammask: lazy grammar", [&](GrammaskVocab * v, GrammaskGrammar ** out) {
+    std::string key = std::string(grammar_root ? grammar_root : "root") + '\0' + grammar_str;
+    for (size_t i = 0; i < num_trigger_words; ++i) {
+        key += std::string("\0w", 2) + trigger_words[i];
+    }
+    for (size_t i = 0; i < num_trigger_patterns; ++i) {
+        key += std::string("\0p", 2) + trigger_patterns[i];
+    }
+    for (size_t i = 0; i < num_trigger_tokens; ++i) {
+        key += std::string("\0t", 2) + std::to_string(trigger_tokens[i]);
+    }
+    return make_sampler(vocab, "grammask: lazy grammar", key, [&](GrammaskVocab * v, GrammaskGrammar ** out) {
         return grammask_compile_lazy_gbnf(v, grammar_str, strlen(grammar_str), grammar_root, trigger_words,
                                           num_trigger_words, trigger_patterns, num_trigger_patterns,
                                           trigger_tokens, num_trigger_tokens, nullptr, out);

@@ -219,6 +219,13 @@ def test_server_completion_with_a_json_schema(server):
     jsonschema.validate(json.loads(body["content"]), INCIDENT)
     assert grammask_lines(log) == before + 1
     assert "constrains the JSON Schema" in log.read_text()
+    # The same schema again: the sampler reuses the compiled grammar (and its filled
+    # masks); the answer is the same.
+    status, again = post(base + "/completion", {
+        "prompt": "Incident: checkout was down for 12 minutes, critical.\nJSON: ",
+        "json_schema": INCIDENT, "n_predict": 64, "temperature": 0, "cache_prompt": False,
+    })
+    assert status == 200 and again["content"] == body["content"], again
 
 
 def test_server_chat_completion_with_a_json_schema_response_format(server):
@@ -243,7 +250,9 @@ def test_server_completion_with_a_lazy_grammar(server):
     status, body = post(base + "/completion", {
         "prompt": f"<|im_start|>user\n{case['prompt']}<|im_end|>\n<|im_start|>assistant\n",
         "grammar": (REPO / case["grammar"]).read_text(), "grammar_lazy": True,
-        "grammar_triggers": [{"type": 1, "value": w} for w in case["trigger_words"]],
+        # Type 2, a pattern: a trigger word of one token (as `answer` is) would have to be
+        # listed in `preserved_tokens` as well.
+        "grammar_triggers": [{"type": 2, "value": w} for w in case["trigger_words"]],
         "n_predict": case["n_predict"], "temperature": 0,
     })
     assert status == 200, body
