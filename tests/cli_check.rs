@@ -101,3 +101,46 @@ fn engine_refusals_point_at_the_rule() {
     );
     assert!(stderr.starts_with(&expected), "{stderr}");
 }
+
+/// `--ref URI=FILE` and `--ref-dir DIR`: `$ref`s to other files, by absolute URI or by a
+/// path relative to the schema's own file; without them the reference is refused with its
+/// pointer; a bad argument is a usage error.
+#[test]
+fn remote_references_come_from_ref_and_ref_dir() {
+    let person = r#"{"type": "object", "properties": {"name": {"type": "string", "maxLength": 10}},
+        "required": ["name"], "additionalProperties": false}"#;
+    let root = support::temp_file("cli-refs", "root.json", r#"{"$ref": "defs/person.json"}"#);
+    let person_file = root.parent().unwrap().join("defs/person.json");
+    std::fs::create_dir_all(person_file.parent().unwrap()).unwrap();
+    std::fs::write(&person_file, person).unwrap();
+    let by_uri = support::temp_file(
+        "cli-refs",
+        "by-uri.json",
+        r#"{"$ref": "https://example.com/person.json#/properties/name"}"#,
+    );
+    let doc = support::temp_file("cli-refs", "doc.json", r#"{"name": "Ada"}"#);
+    let name = support::temp_file("cli-refs", "name.json", r#""Ada""#);
+    let long = support::temp_file("cli-refs", "long.json", r#""Ada Lovelace""#);
+    let defs = person_file.parent().unwrap().to_str().unwrap();
+    let (root, by_uri) = (root.to_str().unwrap(), by_uri.to_str().unwrap());
+
+    let out = grammask(&["check", root], None);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("remote document that was not provided (at /$ref)"), "{stderr}");
+
+    let out = grammask(&["match", root, doc.to_str().unwrap(), "--ref-dir", defs], None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let reference = format!("https://example.com/person.json={}", person_file.display());
+    for (file, code) in [(&name, 0), (&long, 1)] {
+        let out = grammask(&["match", by_uri, file.to_str().unwrap(), "--ref", &reference], None);
+        assert_eq!(out.status.code(), Some(code), "{out:?}");
+    }
+
+    for bad in
+        [["--ref", "person.json"], ["--ref", "relative=x.json"], ["--ref-dir", "/nonexistent"]]
+    {
+        let out = grammask(&["check", root, bad[0], bad[1]], None);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}

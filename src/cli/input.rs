@@ -4,7 +4,7 @@
 use grammask::syntax::json_schema::{FormatMode, JsonSchemaOptions, PropertyOrder, Whitespace};
 use grammask::{Grammar, GrammarFormat};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A grammar read from the command line.
 pub struct LoadedGrammar {
@@ -133,6 +133,72 @@ pub struct SchemaArgs {
     /// JSON Schema: object properties in any order (instead of the schema's order).
     #[arg(long)]
     pub any_order: bool,
+    /// JSON Schema: a document `$ref`s may point to, `URI=FILE` (repeatable): the JSON
+    /// file FILE stands for the absolute URI URI.
+    #[arg(long = "ref", value_name = "URI=FILE", value_parser = parse_ref)]
+    pub refs: Vec<RemoteDocument>,
+    /// JSON Schema: every `.json` file under DIR (repeatable), each at its `file://` URI
+    /// (and its `$id`), so that a schema read from a file may `$ref` the files beside it
+    /// by relative paths.
+    #[arg(long, value_name = "DIR", value_parser = parse_ref_dir)]
+    pub ref_dir: Vec<RemoteDirectory>,
+}
+
+/// A document for remote `$ref`s: its absolute URI and its JSON.
+#[derive(Clone, Debug)]
+pub struct RemoteDocument(pub String, pub serde_json::Value);
+
+/// The documents of a `--ref-dir`.
+#[derive(Clone, Debug)]
+pub struct RemoteDirectory(pub Vec<RemoteDocument>);
+
+fn read_json(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))
+}
+
+/// `URI=FILE`.
+fn parse_ref(arg: &str) -> Result<RemoteDocument, String> {
+    let (uri, file) = arg.split_once('=').ok_or_else(|| format!("`{arg}` is not URI=FILE"))?;
+    if !uri.contains(':') {
+        return Err(format!("`{uri}` is not an absolute URI (it has no scheme)"));
+    }
+    Ok(RemoteDocument(uri.to_string(), read_json(Path::new(file))?))
+}
+
+/// Every `.json` file under a directory, at its `file://` URI.
+fn parse_ref_dir(arg: &str) -> Result<RemoteDirectory, String> {
+    let mut docs = Vec::new();
+    let mut pending = vec![PathBuf::from(arg)];
+    while let Some(dir) = pending.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|x| x == "json") {
+                docs.push(RemoteDocument(file_uri(&path)?, read_json(&path)?));
+            }
+        }
+    }
+    Ok(RemoteDirectory(docs))
+}
+
+/// The `file://` URI of a file (its canonical absolute path, percent-encoded where a URI
+/// path needs it).
+pub fn file_uri(path: &Path) -> Result<String, String> {
+    let absolute = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut uri = String::from("file://");
+    for b in absolute.to_string_lossy().bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => {
+                uri.push(b as char)
+            }
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    Ok(uri)
 }
 
 impl SchemaArgs {
@@ -152,6 +218,12 @@ impl SchemaArgs {
                 FormatMode::Assert
             },
             property_order: if self.any_order { PropertyOrder::Any } else { PropertyOrder::Schema },
+            remote_documents: self
+                .refs
+                .iter()
+                .chain(self.ref_dir.iter().flat_map(|d| &d.0))
+                .map(|RemoteDocument(uri, doc)| (uri.clone(), doc.clone()))
+                .collect(),
             ..JsonSchemaOptions::default()
         }
     }
@@ -253,7 +325,13 @@ pub fn load_structural_tag(
 pub fn load_schema(path: &str, schema: &SchemaArgs) -> Result<LoadedGrammar, i32> {
     let text = read_text(path)?;
     let name = if path == "-" { "<stdin>".to_string() } else { path.to_string() };
-    match grammask::syntax::json_schema::parse_json_schema(&text, &schema.options()) {
+    let mut options = schema.options();
+    if path != "-" {
+        // Relative `$ref`s resolve against the file's own URI (`--ref-dir` lists its
+        // neighbours under theirs).
+        options.base_uri = file_uri(Path::new(path)).ok();
+    }
+    match grammask::syntax::json_schema::parse_json_schema(&text, &options) {
         Ok(converted) => {
             for w in &converted.warnings {
                 eprintln!("{}", w.render(&name, &text));

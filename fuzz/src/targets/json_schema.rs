@@ -169,7 +169,7 @@ pub fn value(src: &mut ByteSource<'_>, depth: usize) -> Value {
 }
 
 /// Options from two bytes: every combination of whitespace, strict, lenient, format,
-/// property order, a small or the default depth limit, and a remote document.
+/// property order, a small or the default depth limit, a remote document, and a base URI.
 pub fn options(a: u8, b: u8) -> JsonSchemaOptions {
     let whitespace = match a % 4 {
         0 => Whitespace::default(),
@@ -192,6 +192,7 @@ pub fn options(a: u8, b: u8) -> JsonSchemaOptions {
         property_order: if a & 0x20 != 0 { PropertyOrder::Any } else { PropertyOrder::Schema },
         max_depth: if a & 0x40 != 0 { (b as usize >> 3) % 8 } else { 128 },
         remote_documents,
+        base_uri: (a & 0x80 != 0).then(|| "file:///schemas/root.json".to_string()),
     }
 }
 

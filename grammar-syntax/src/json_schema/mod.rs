@@ -159,6 +159,10 @@ pub struct JsonSchemaOptions {
     pub max_depth: usize,
     /// Documents that remote `$ref`s may point to, by absolute URI.
     pub remote_documents: Vec<(String, Value)>,
+    /// The URI the schema was read from (`file:///...`): the base its relative `$ref`s
+    /// and `$id` resolve against (RFC 3986). `None`: a base of grammask's own, against
+    /// which only absolute references and fragments resolve.
+    pub base_uri: Option<String>,
 }
 
 impl Default for JsonSchemaOptions {
@@ -171,6 +175,7 @@ impl Default for JsonSchemaOptions {
             property_order: PropertyOrder::Schema,
             max_depth: 128,
             remote_documents: Vec::new(),
+            base_uri: None,
         }
     }
 }

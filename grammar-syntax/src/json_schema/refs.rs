@@ -47,7 +47,7 @@ pub(crate) fn canonicalize<'s>(
     opts: &'s JsonSchemaOptions,
 ) -> Result<(Vec<Cow<'s, Value>>, Vec<Diagnostic>), Diagnostic> {
     let mut docs = vec![Cow::Borrowed(schema)];
-    let mut bases = vec![DEFAULT_BASE.to_string()];
+    let mut bases = vec![opts.base_uri.as_deref().map_or(DEFAULT_BASE, strip_fragment).to_string()];
     for (uri, doc) in &opts.remote_documents {
         docs.push(Cow::Borrowed(doc));
         bases.push(strip_fragment(uri).to_string());
