@@ -51,7 +51,7 @@ fn vocabulary() -> Arc<Vocabulary> {
 /// Schema counts -0 as the integer 0), and a number of more than 15 significant digits is
 /// rounded (a fraction may vanish, a bound be crossed).
 fn validator_limitation(text: &str, errors: &[String]) -> Option<&'static str> {
-    if errors.iter().all(|e| e.starts_with("-0.0 is not of type")) {
+    if errors.iter().all(|e| e.starts_with("-0.0 is not")) {
         return Some("-0 read as the float -0.0");
     }
     if long_numbers(text) {
