@@ -178,6 +178,17 @@ fn check_schema(
     }
 }
 
+/// The `.json` files of a directory, by name.
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
 fn report(label: &str, counts: &Counts, failures: &[String]) {
     eprintln!(
         "{label}: {} schemas, {} compiled, {} the validator could not build; {} walks ({} \
@@ -211,12 +222,7 @@ fn maskbench_walks_are_valid_documents() {
         );
         return;
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("GRAMMASK_MASKBENCH is a readable directory")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = json_files(Path::new(&dir));
     let vocab = vocabulary();
     let compiler = Compiler::from_arc(vocab.clone());
     let structural = structural_tokens(&vocab);
@@ -240,12 +246,7 @@ fn maskbench_walks_are_valid_documents() {
 fn json_schema_test_suite_walks_are_valid_documents() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("grammar-syntax/tests/data/json-schema-test-suite/draft2020-12");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = json_files(&dir);
     let vocab = vocabulary();
     let compiler = Compiler::from_arc(vocab.clone());
     let structural = structural_tokens(&vocab);

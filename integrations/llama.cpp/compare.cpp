@@ -176,17 +176,6 @@ std::string json_string(const std::string & s) {
     return out + "\"";
 }
 
-std::string piece_of(const llama_vocab * vocab, llama_token id) {
-    std::string piece(16, '\0');
-    int32_t n = llama_token_to_piece(vocab, id, piece.data(), (int32_t) piece.size(), 0, true);
-    if (n < 0) {
-        piece.resize((size_t) -n);
-        n = llama_token_to_piece(vocab, id, piece.data(), (int32_t) piece.size(), 0, true);
-    }
-    piece.resize(n < 0 ? 0 : (size_t) n);
-    return piece;
-}
-
 // The prompt as the model's chat template writes a user message, with the assistant's turn
 // opened.
 std::string chat_prompt(const llama_model * model, const std::string & user) {
@@ -370,7 +359,7 @@ int run(const options & o) {
             break;
         }
         generated.push_back(token);
-        text += piece_of(vocab, token);
+        text += common_token_to_piece(vocab, token, true);  // as the grammar samplers see it
         if (llama_decode(ctx, llama_batch_get_one(&token, 1)) != 0) {
             throw std::runtime_error("llama_decode failed");
         }
