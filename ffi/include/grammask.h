@@ -541,9 +541,9 @@ enum GrammaskStatus grammask_matcher_validate_tokens(const struct GrammaskMatche
 
 // llama.cpp-style masking: sets the logit of every candidate the grammar forbids next to
 // -INFINITY (ids, order and `p` unchanged). Every id must be in `[0, vocab_size)`;
-// otherwise nothing changes and `GRAMMASK_STATUS_TOKEN_OUT_OF_RANGE` is returned. Up to
-// 8 candidates (llama.cpp's check of its sampled token) are each tried without
-// computing the whole mask.
+// otherwise nothing changes and `GRAMMASK_STATUS_TOKEN_OUT_OF_RANGE` is returned. A few
+// candidates (llama.cpp's check of its sampled token) are each tried without computing
+// the whole mask.
 //
 // # Safety
 // `matcher` is NULL or a handle used by this thread only; `candidates` holds `n` readable

@@ -1219,9 +1219,9 @@ const FEW_CANDIDATES: usize = 8;
 
 /// llama.cpp-style masking: sets the logit of every candidate the grammar forbids next to
 /// -INFINITY (ids, order and `p` unchanged). Every id must be in `[0, vocab_size)`;
-/// otherwise nothing changes and `GRAMMASK_STATUS_TOKEN_OUT_OF_RANGE` is returned. Up to
-/// 8 candidates (llama.cpp's check of its sampled token) are each tried without
-/// computing the whole mask.
+/// otherwise nothing changes and `GRAMMASK_STATUS_TOKEN_OUT_OF_RANGE` is returned. A few
+/// candidates (llama.cpp's check of its sampled token) are each tried without computing
+/// the whole mask.
 ///
 /// # Safety
 /// `matcher` is NULL or a handle used by this thread only; `candidates` holds `n` readable
@@ -1283,8 +1283,7 @@ pub unsafe extern "C" fn grammask_matcher_apply_to_candidates(
             }
         } else {
             for c in candidates.iter_mut() {
-                let id = c.id as u32;
-                if m.scratch[(id >> 5) as usize] >> (id & 31) & 1 == 0 {
+                if !grammask::get_bit(&m.scratch, c.id as u32) {
                     c.logit = f32::NEG_INFINITY;
                 }
             }
