@@ -26,6 +26,7 @@ pub mod regex;
 pub mod structural_tag;
 pub mod text;
 pub mod tools;
+pub mod unicode_escape;
 pub mod validate;
 
 pub use diagnostic::{Category, Diagnostic, Diagnostics, LineCol, Severity};

@@ -29,6 +29,7 @@
 
 use crate::diagnostic::{Category, Diagnostic, Diagnostics};
 use crate::ir::{CharClass, Expr, Grammar, GrammarBuilder};
+use crate::unicode_escape::{has_unicode_escape, range_has_unicode_escape, unicode_escapes};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 /// How the characters a regex matches are written in the text the grammar produces.
@@ -534,31 +535,26 @@ fn unescaped_class() -> CharClass {
     CharClass::new(true, [('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')])
 }
 
-/// The escapes of `c` in a JSON string, when it must or may be escaped: `None` when `c`
-/// is written as itself only.
+/// The short escapes of `c` in a JSON string (`\"`, `\\`, `\n`...; `/` also as itself),
+/// `None` when it has none. Its `\uXXXX` forms come from [`unicode_escapes`].
 fn json_escapes(c: char) -> Option<Vec<String>> {
     let short = match c {
-        '"' => Some("\\\""),
-        '\\' => Some("\\\\"),
-        '\u{8}' => Some("\\b"),
-        '\u{c}' => Some("\\f"),
-        '\n' => Some("\\n"),
-        '\r' => Some("\\r"),
-        '\t' => Some("\\t"),
-        _ => None,
+        '"' => "\\\"",
+        '\\' => "\\\\",
+        '\u{8}' => "\\b",
+        '\u{c}' => "\\f",
+        '\n' => "\\n",
+        '\r' => "\\r",
+        '\t' => "\\t",
+        '/' => return Some(vec!["/".to_string(), "\\/".to_string()]),
+        _ => return None,
     };
-    if let Some(s) = short {
-        return Some(vec![s.to_string()]);
-    }
-    if c == '/' {
-        return Some(vec!["/".to_string(), "\\/".to_string()]);
-    }
-    if (c as u32) < 0x20 {
-        let lower = format!("\\u{:04x}", c as u32);
-        let upper = format!("\\u{:04X}", c as u32);
-        return Some(if lower == upper { vec![lower] } else { vec![lower, upper] });
-    }
-    None
+    Some(vec![short.to_string()])
+}
+
+/// Whether `c` must be escaped in a JSON string (a control, `"`, `\\`).
+fn must_escape(c: char) -> bool {
+    c < '\u{20}' || c == '"' || c == '\\'
 }
 
 /// Whether a character of `lo..=hi` has an escape in JSON strings (controls, `"`, `\\`,
@@ -567,25 +563,32 @@ fn has_json_escape_in(lo: char, hi: char) -> bool {
     lo < '\u{20}' || ['"', '\\', '/'].iter().any(|&c| lo <= c && c <= hi)
 }
 
-/// A literal string in `encoding`.
+/// A literal string in `encoding`: in a JSON string each character as itself (unless it
+/// must be escaped), its short escape, and for controls and non-ASCII characters its
+/// `\uXXXX` form.
 pub fn encode_literal(text: &str, encoding: CharEncoding) -> Expr {
-    if encoding == CharEncoding::Raw || !text.chars().any(|c| has_json_escape_in(c, c)) {
+    let escaped = |c: char| has_json_escape_in(c, c) || has_unicode_escape(c);
+    if encoding == CharEncoding::Raw || !text.chars().any(escaped) {
         return Expr::literal(text);
     }
     let mut items = Vec::new();
     let mut plain = String::new();
     for c in text.chars() {
-        match json_escapes(c) {
-            None => plain.push(c),
-            Some(forms) => {
-                if !plain.is_empty() {
-                    items.push(Expr::literal(&plain));
-                    plain.clear();
-                }
-                let alts: Vec<Expr> = forms.iter().map(|f| Expr::literal(f)).collect();
-                items.push(Expr::choice(alts));
-            }
+        if !escaped(c) {
+            plain.push(c);
+            continue;
         }
+        if !plain.is_empty() {
+            items.push(Expr::literal(&plain));
+            plain.clear();
+        }
+        let mut alts: Vec<Expr> = json_escapes(c)
+            .unwrap_or_else(|| if must_escape(c) { vec![] } else { vec![c.to_string()] })
+            .iter()
+            .map(|f| Expr::literal(f))
+            .collect();
+        alts.extend(unicode_escapes(&[(c, c)]));
+        items.push(Expr::choice(alts));
     }
     if !plain.is_empty() {
         items.push(Expr::literal(&plain));
@@ -599,8 +602,10 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
         return Expr::Class(class.clone());
     }
     // A class of characters that are all written as themselves is itself (the keys of
-    // most objects: the classes of key complements).
-    if !class.negated && !class.ranges.iter().any(|&(lo, hi)| has_json_escape_in(lo, hi)) {
+    // most objects).
+    let escaped =
+        |&(lo, hi): &(char, char)| has_json_escape_in(lo, hi) || range_has_unicode_escape(lo, hi);
+    if !class.negated && !class.ranges.iter().any(escaped) {
         return if class.ranges.is_empty() { never() } else { Expr::Class(class.clone()) };
     }
     let ranges = class.positive_ranges();
@@ -629,7 +634,7 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
                 .borrow_mut()
                 .entry(bits)
                 .or_insert_with(|| {
-                    let escapes = special
+                    let escapes: Vec<Vec<u8>> = special
                         .iter()
                         .enumerate()
                         .filter(|&(i, _)| bits & 1 << i != 0)
@@ -638,12 +643,33 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
                         .filter(|f| f != "/")
                         .map(String::into_bytes)
                         .collect();
-                    ascii_trie(escapes)
+                    if escapes.is_empty() {
+                        never()
+                    } else {
+                        ascii_trie(escapes)
+                    }
                 })
                 .clone()
         });
-        alts.push(trie);
+        if !is_never(&trie) {
+            alts.push(trie);
+        }
     }
+    // The `\uXXXX` forms, built once per class and thread (the cache is emptied past
+    // `UNICODE_CACHE` classes, so a long-running process does not grow it forever).
+    type Cache = std::collections::HashMap<Vec<(char, char)>, Option<Expr>>;
+    const UNICODE_CACHE: usize = 4_096;
+    thread_local! {
+        static UNICODE: std::cell::RefCell<Cache> = std::cell::RefCell::default();
+    }
+    let unicode = UNICODE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= UNICODE_CACHE && !cache.contains_key(&ranges) {
+            cache.clear();
+        }
+        cache.entry(ranges.clone()).or_insert_with(|| unicode_escapes(&ranges)).clone()
+    });
+    alts.extend(unicode);
     if alts.is_empty() {
         never()
     } else {

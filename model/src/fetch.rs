@@ -56,10 +56,19 @@ pub fn default_model() -> Result<PathBuf, Error> {
         return Ok(path);
     }
     std::fs::create_dir_all(&dir).map_err(|e| Error::Fetch(format!("{}: {e}", dir.display())))?;
-    let work = dir.join(format!(".fetch-{}", std::process::id()));
+    // A work folder of this call alone: threads of one process (tests) may fetch at once,
+    // each renaming its checked file into place.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work = dir.join(format!(".fetch-{}-{call}", std::process::id()));
     let result = fetch_into(&work, &path);
     let _ = std::fs::remove_dir_all(&work);
-    result.map(|()| path)
+    match result {
+        Ok(()) => Ok(path),
+        // Another fetcher stored it meanwhile.
+        Err(_) if path.is_file() => Ok(path),
+        Err(e) => Err(e),
+    }
 }
 
 fn fetch_into(work: &Path, dest: &Path) -> Result<(), Error> {

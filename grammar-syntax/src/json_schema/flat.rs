@@ -362,10 +362,6 @@ pub(crate) fn tighten_upper(current: &mut Option<Bound>, new: Bound) {
     }
 }
 
-fn sub_of<'a>(v: &'a Value, ptr: String) -> Sub<'a> {
-    Sub { v, ptr, neg: false }
-}
-
 impl<'a> Converter<'a> {
     /// The schema a canonical `$ref` points to.
     pub(crate) fn target(&self, r: &str, ptr: &str) -> Result<Sub<'a>, Diagnostic> {
@@ -382,7 +378,7 @@ impl<'a> Converter<'a> {
             Diagnostic::at_pointer(at(ptr, "$ref"), format!("$ref `{r}` points to nothing"))
         })?;
         let shown = if doc == 0 { p.to_string() } else { r.to_string() };
-        Ok(sub_of(v, shown))
+        Ok(Sub { v, ptr: shown, neg: false, dialect: self.dialects[doc] })
     }
 
     /// Reports a keyword that cannot be converted: an error, or a warning with `lenient`.
@@ -393,6 +389,67 @@ impl<'a> Converter<'a> {
             Ok(())
         } else {
             Err(d)
+        }
+    }
+
+    /// Ignores a keyword the schema's draft does not know, with a warning (JSON Schema
+    /// core, "unknown keywords"); one holding `$id`/`$anchor` is refused, since references
+    /// could resolve into it, which validators do not do.
+    fn unknown_keyword(
+        &mut self,
+        kp: String,
+        key: &str,
+        v: &Value,
+        why: &str,
+    ) -> Result<(), Diagnostic> {
+        if declares_identifier(v) {
+            return self.unsupported(kp, format!("unknown keyword `{key}`{why} holding `$id`"));
+        }
+        let w = Diagnostic::at_pointer(kp, format!("unknown keyword `{key}`{why} is ignored"))
+            .into_warning();
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+        Ok(())
+    }
+
+    /// Draft 7's content keywords, which a validator may assert: `contentEncoding:
+    /// base64` is the base64 alphabet with its padding (RFC 4648, section 4); other
+    /// encodings, and `contentMediaType: application/json` (a document inside the string),
+    /// are refused; other media types cannot be checked by validators either (a warning).
+    fn content(
+        &mut self,
+        flat: &mut Flat<'a>,
+        key: &str,
+        v: &Value,
+        kp: String,
+    ) -> Result<(), Diagnostic> {
+        let value = v.as_str().ok_or_else(|| invalid(&flat.ptr, key, "must be a string"))?;
+        match (key, value.to_ascii_lowercase().as_str()) {
+            ("contentEncoding", "base64") => {
+                const BASE64: &str =
+                    "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+                flat.patterns.push((BASE64.to_string(), kp));
+                Ok(())
+            }
+            ("contentEncoding", _) => {
+                self.unsupported(kp, format!("`contentEncoding: {value}` (only base64 is checked)"))
+            }
+            ("contentMediaType", "application/json") => self.unsupported(
+                kp,
+                "`contentMediaType: application/json` (a JSON document inside a string)".into(),
+            ),
+            _ => {
+                let w = Diagnostic::at_pointer(
+                    kp,
+                    format!("`contentMediaType: {value}` cannot be checked; it annotates"),
+                )
+                .into_warning();
+                if !self.warnings.contains(&w) {
+                    self.warnings.push(w);
+                }
+                Ok(())
+            }
         }
     }
 
@@ -452,7 +509,7 @@ impl<'a> Converter<'a> {
                 self.merge(flat, &target, depth + 1, stack, false)?;
                 stack.pop();
             }
-            if self.legacy_refs {
+            if sub.dialect.ref_overrides_siblings() {
                 // Before draft 2019-09, keywords beside `$ref` are ignored.
                 return Ok(());
             }
@@ -463,8 +520,20 @@ impl<'a> Converter<'a> {
         let mut has_arr_part = false;
         for (key, v) in obj {
             let kp = at(ptr, key);
+            if !sub.dialect.knows(key) {
+                self.unknown_keyword(
+                    kp,
+                    key,
+                    v,
+                    &format!(" (not a keyword of {})", sub.dialect.draft),
+                )?;
+                continue;
+            }
             match key.as_str() {
                 "$ref" => {}
+                "contentEncoding" | "contentMediaType" if sub.dialect.asserts_content() => {
+                    self.content(flat, key, v, kp)?;
+                }
                 k if is_annotation(k) => {}
                 "type" => {
                     let names: Vec<&Value> = match v {
@@ -524,7 +593,8 @@ impl<'a> Converter<'a> {
                     let value = number(v, ptr, key)?;
                     let ex_key =
                         if key == "minimum" { "exclusiveMinimum" } else { "exclusiveMaximum" };
-                    let exclusive = obj.get(ex_key) == Some(&Value::Bool(true));
+                    let exclusive = obj.get(ex_key) == Some(&Value::Bool(true))
+                        && sub.dialect.boolean_exclusive_bounds();
                     let b = Bound { value, exclusive };
                     if key == "minimum" {
                         tighten_lower(&mut flat.lower, b);
@@ -557,7 +627,7 @@ impl<'a> Converter<'a> {
                     };
                     has_obj_part = true;
                     for (name, s) in map {
-                        let entry = (name.clone(), sub_of(s, at(&kp, name)));
+                        let entry = (name.clone(), sub.child(s, at(&kp, name)));
                         if key == "properties" {
                             obj_part.props.push(entry);
                         } else {
@@ -567,7 +637,7 @@ impl<'a> Converter<'a> {
                 }
                 "additionalProperties" => {
                     has_obj_part = true;
-                    obj_part.additional = Some(sub_of(v, kp));
+                    obj_part.additional = Some(sub.child(v, kp));
                 }
                 "required" => {
                     let Value::Array(names) = v else {
@@ -582,7 +652,7 @@ impl<'a> Converter<'a> {
                         }
                     }
                 }
-                "propertyNames" => flat.property_names.push(sub_of(v, kp)),
+                "propertyNames" => flat.property_names.push(sub.child(v, kp)),
                 "minProperties" => {
                     flat.min_properties = flat.min_properties.max(count(v, ptr, key)?)
                 }
@@ -606,7 +676,7 @@ impl<'a> Converter<'a> {
                             }
                             s if key != "dependentRequired" => {
                                 flat.dependent_schemas
-                                    .push((name.clone(), sub_of(s, at(&kp, name))));
+                                    .push((name.clone(), sub.child(s, at(&kp, name))));
                             }
                             _ => return Err(invalid(ptr, key, "must map names to arrays")),
                         }
@@ -614,7 +684,7 @@ impl<'a> Converter<'a> {
                 }
                 "unevaluatedProperties" => {
                     if top {
-                        flat.unevaluated_properties = Some(sub_of(v, kp));
+                        flat.unevaluated_properties = Some(sub.child(v, kp));
                     } else {
                         self.unsupported(
                             kp,
@@ -629,13 +699,13 @@ impl<'a> Converter<'a> {
                             arr_part.prefix = items
                                 .iter()
                                 .enumerate()
-                                .map(|(i, s)| sub_of(s, format!("{kp}/{i}")))
+                                .map(|(i, s)| sub.child(s, format!("{kp}/{i}")))
                                 .collect();
                             if let Some(extra) = obj.get("additionalItems") {
-                                arr_part.rest = Some(sub_of(extra, at(ptr, "additionalItems")));
+                                arr_part.rest = Some(sub.child(extra, at(ptr, "additionalItems")));
                             }
                         }
-                        s => arr_part.rest = Some(sub_of(s, kp)),
+                        s => arr_part.rest = Some(sub.child(s, kp)),
                     }
                 }
                 "prefixItems" => {
@@ -646,7 +716,7 @@ impl<'a> Converter<'a> {
                     arr_part.prefix = items
                         .iter()
                         .enumerate()
-                        .map(|(i, s)| sub_of(s, format!("{kp}/{i}")))
+                        .map(|(i, s)| sub.child(s, format!("{kp}/{i}")))
                         .collect();
                 }
                 "additionalItems" => {}
@@ -670,7 +740,7 @@ impl<'a> Converter<'a> {
                         None => None,
                     };
                     flat.contains.push(Contains {
-                        schema: sub_of(v, kp.clone()),
+                        schema: sub.child(v, kp.clone()),
                         min,
                         max,
                         ptr: kp,
@@ -679,7 +749,7 @@ impl<'a> Converter<'a> {
                 "minContains" | "maxContains" => {}
                 "unevaluatedItems" => {
                     if top {
-                        flat.unevaluated_items = Some(sub_of(v, kp));
+                        flat.unevaluated_items = Some(sub.child(v, kp));
                     } else {
                         self.unsupported(kp, "`unevaluatedItems` inside a merged schema".into())?;
                     }
@@ -689,7 +759,13 @@ impl<'a> Converter<'a> {
                         return Err(invalid(ptr, key, "must be an array"));
                     };
                     for (i, s) in items.iter().enumerate() {
-                        self.merge(flat, &sub_of(s, format!("{kp}/{i}")), depth + 1, stack, false)?;
+                        self.merge(
+                            flat,
+                            &sub.child(s, format!("{kp}/{i}")),
+                            depth + 1,
+                            stack,
+                            false,
+                        )?;
                     }
                 }
                 "anyOf" | "oneOf" => {
@@ -702,30 +778,32 @@ impl<'a> Converter<'a> {
                     let branches = items
                         .iter()
                         .enumerate()
-                        .map(|(i, s)| sub_of(s, format!("{kp}/{i}")))
+                        .map(|(i, s)| sub.child(s, format!("{kp}/{i}")))
                         .collect();
                     flat.groups.push(Group { branches, exclusive: key == "oneOf", ptr: kp });
                 }
-                "not" => flat.nots.push(sub_of(v, kp)),
-                "if" if self.no_conditionals => {
-                    let w = Diagnostic::at_pointer(
-                        kp,
-                        "`if` is not a keyword of this schema's draft (it arrived in draft-07); ignored",
-                    )
-                    .into_warning();
-                    if !self.warnings.contains(&w) {
-                        self.warnings.push(w);
-                    }
-                }
+                "not" => flat.nots.push(sub.child(v, kp)),
                 "if" => match v {
                     Value::Bool(true) => {
                         if let Some(t) = obj.get("then") {
-                            self.merge(flat, &sub_of(t, at(ptr, "then")), depth + 1, stack, false)?;
+                            self.merge(
+                                flat,
+                                &sub.child(t, at(ptr, "then")),
+                                depth + 1,
+                                stack,
+                                false,
+                            )?;
                         }
                     }
                     Value::Bool(false) => {
                         if let Some(e) = obj.get("else") {
-                            self.merge(flat, &sub_of(e, at(ptr, "else")), depth + 1, stack, false)?;
+                            self.merge(
+                                flat,
+                                &sub.child(e, at(ptr, "else")),
+                                depth + 1,
+                                stack,
+                                false,
+                            )?;
                         }
                     }
                     _ => {
@@ -733,9 +811,9 @@ impl<'a> Converter<'a> {
                         let trivial = |k: &str| obj.get(k).is_none_or(|s| s == &Value::Bool(true));
                         if !(trivial("then") && trivial("else")) {
                             flat.conditionals.push(Conditional {
-                                condition: sub_of(v, kp),
-                                then: obj.get("then").map(|t| sub_of(t, at(ptr, "then"))),
-                                otherwise: obj.get("else").map(|e| sub_of(e, at(ptr, "else"))),
+                                condition: sub.child(v, kp),
+                                then: obj.get("then").map(|t| sub.child(t, at(ptr, "then"))),
+                                otherwise: obj.get("else").map(|e| sub.child(e, at(ptr, "else"))),
                             });
                         }
                     }
@@ -748,21 +826,7 @@ impl<'a> Converter<'a> {
                     // draft-03 validation keywords: not ignorable.
                     self.unsupported(kp, format!("draft-03 keyword `{key}` is not supported"))?;
                 }
-                _ if declares_identifier(v) => {
-                    // An unknown keyword holding `$id`/`$anchor`: references could
-                    // resolve into it, which validators do not do.
-                    self.unsupported(kp, format!("unknown keyword `{key}` holding `$id`"))?;
-                }
-                _ => {
-                    // Validators ignore keywords they do not know (JSON Schema core,
-                    // "unknown keywords"); so does the converter, with a warning.
-                    let w =
-                        Diagnostic::at_pointer(kp, format!("unknown keyword `{key}` is ignored"))
-                            .into_warning();
-                    if !self.warnings.contains(&w) {
-                        self.warnings.push(w);
-                    }
-                }
+                _ => self.unknown_keyword(kp, key, v, "")?,
             }
         }
         if has_obj_part {

@@ -52,6 +52,7 @@
 //! ```
 
 mod counts;
+mod draft;
 mod flat;
 mod formats;
 pub mod matcher;
@@ -67,6 +68,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+pub use draft::Draft;
 pub use shared::builtin_json_grammar;
 
 /// Most schemas merged into one flat schema (through `allOf`, `$ref`, branches).
@@ -163,6 +165,9 @@ pub struct JsonSchemaOptions {
     /// and `$id` resolve against (RFC 3986). `None`: a base of grammask's own, against
     /// which only absolute references and fragments resolve.
     pub base_uri: Option<String>,
+    /// The draft of a schema whose `$schema` names none. `None`: 2020-12, also knowing
+    /// the older drafts' forms (see [`Draft`]).
+    pub draft: Option<Draft>,
 }
 
 impl Default for JsonSchemaOptions {
@@ -176,6 +181,7 @@ impl Default for JsonSchemaOptions {
             max_depth: 128,
             remote_documents: Vec::new(),
             base_uri: None,
+            draft: None,
         }
     }
 }
@@ -210,9 +216,16 @@ pub(crate) struct Sub<'a> {
     /// The schema stands negated: a value must fail `v` (from `not` rewritten into
     /// the failures of its operand).
     pub neg: bool,
+    /// The draft of the document the subschema is in.
+    pub(crate) dialect: Dialect,
 }
 
-impl Sub<'_> {
+impl<'a> Sub<'a> {
+    /// A subschema `v` of this one, at `ptr`, in the same document.
+    pub(crate) fn child(&self, v: &'a Value, ptr: String) -> Sub<'a> {
+        Sub { v, ptr, neg: false, dialect: self.dialect }
+    }
+
     /// Whether the subschema rejects every value (`false`, not negated).
     pub(crate) fn is_false(&self) -> bool {
         !self.neg && self.v == &Value::Bool(false)
@@ -276,38 +289,19 @@ pub fn json_schema_to_grammar(
     opts: &JsonSchemaOptions,
 ) -> Result<Converted, Diagnostics> {
     let mut warnings = Vec::new();
-    if let Some(Value::String(s)) = schema.get("$schema") {
-        if !s.contains("json-schema.org") {
-            let d = Diagnostic::at_pointer(
-                "/$schema",
-                format!("custom meta-schema `{s}` (its vocabularies are not known)"),
-            )
-            .with_category(Category::Unsupported);
-            if !opts.lenient {
-                return Err(Diagnostics::one(d));
-            }
+    let dialect = match Dialect::of(schema, opts) {
+        Ok(d) => d,
+        Err(d) if opts.lenient => {
             warnings.push(d.into_warning());
+            Dialect::default()
         }
-    }
-    let (docs, ref_errors) = refs::canonicalize(schema, opts).map_err(Diagnostics::one)?;
-    let legacy_refs = match schema.get("$schema").and_then(Value::as_str) {
-        Some(s) => ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)),
-        None => false,
+        Err(d) => return Err(Diagnostics::one(d)),
     };
-    // Drafts 03 and 04 count only numbers without a fraction or exponent as integers
-    // (`1.0` is not one), as their validators do.
-    let plain_integers = match schema.get("$schema").and_then(Value::as_str) {
-        Some(s) => ["draft-03", "draft-04"].iter().any(|d| s.contains(d)),
-        None => false,
-    };
-    // `if`/`then`/`else` arrived in draft-07: earlier drafts ignore them as unknown.
-    let no_conditionals = match schema.get("$schema").and_then(Value::as_str) {
-        Some(s) => ["draft-03", "draft-04", "draft-06"].iter().any(|d| s.contains(d)),
-        None => false,
-    };
+    let (docs, dialects, ref_errors) =
+        refs::canonicalize(schema, opts, dialect).map_err(Diagnostics::one)?;
     let mut conv = Converter {
-        plain_integers,
-        no_conditionals,
+        dialect,
+        dialects: &dialects,
         opts,
         b: GrammarBuilder::new(),
         warnings,
@@ -316,7 +310,6 @@ pub fn json_schema_to_grammar(
         ref_rules: HashMap::new(),
         pending: Vec::new(),
         shared: HashMap::new(),
-        legacy_refs,
         branches: 0,
         built: 0,
         memo: HashMap::new(),
@@ -380,6 +373,67 @@ fn drop_unsatisfiable_rules(grammar: Grammar) -> (Grammar, bool) {
     (Grammar { rules, root }, true)
 }
 
+/// The draft a schema is read in, and whether it was named (by `$schema` or
+/// [`JsonSchemaOptions::draft`]): only a named draft makes other drafts' keywords unknown.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Dialect {
+    pub(crate) draft: Draft,
+    pub(crate) named: bool,
+}
+
+impl Dialect {
+    /// The dialect of `schema`: its `$schema`, else the options'. A `$schema` outside
+    /// json-schema.org, or naming draft 3, is refused (its vocabularies are not known).
+    pub(crate) fn of(schema: &Value, opts: &JsonSchemaOptions) -> Result<Dialect, Diagnostic> {
+        let fallback = opts.draft.map(|draft| Dialect { draft, named: true }).unwrap_or_default();
+        Dialect::within(schema, fallback)
+    }
+
+    /// The dialect of a document whose `$schema` names none: `fallback`.
+    pub(crate) fn within(schema: &Value, fallback: Dialect) -> Result<Dialect, Diagnostic> {
+        let Some(Value::String(s)) = schema.get("$schema") else {
+            return Ok(fallback);
+        };
+        if let Some(draft) = Draft::from_uri(s) {
+            return Ok(Dialect { draft, named: true });
+        }
+        let what = if s.contains("draft-03") {
+            format!("`{s}`: draft 3 is not supported (drafts 4 to 2020-12 are)")
+        } else if s.contains("json-schema.org") {
+            return Ok(fallback);
+        } else {
+            format!("custom meta-schema `{s}` (its vocabularies are not known)")
+        };
+        Err(Diagnostic::at_pointer("/$schema", what).with_category(Category::Unsupported))
+    }
+
+    /// Whether `keyword` is a keyword of the schema's draft.
+    pub(crate) fn knows(self, keyword: &str) -> bool {
+        !self.named || self.draft.knows(keyword)
+    }
+
+    /// `1.0` is not an integer (a named draft 4).
+    pub(crate) fn plain_integers(self) -> bool {
+        self.named && self.draft.plain_integers()
+    }
+
+    /// `exclusiveMinimum: true` makes `minimum` exclusive (draft 4, or no draft named).
+    pub(crate) fn boolean_exclusive_bounds(self) -> bool {
+        !self.named || self.draft.boolean_exclusive_bounds()
+    }
+
+    /// `contentEncoding` and `contentMediaType` may be asserted (a named draft 7; later
+    /// drafts make them annotations only, and draft 6 does not have them).
+    pub(crate) fn asserts_content(self) -> bool {
+        self.named && self.draft == Draft::Draft7
+    }
+
+    /// Keywords beside `$ref` are ignored (a named draft 4 to 7).
+    pub(crate) fn ref_overrides_siblings(self) -> bool {
+        self.named && self.draft.ref_overrides_siblings()
+    }
+}
+
 /// The conversion state.
 pub(crate) struct Converter<'a> {
     pub(crate) opts: &'a JsonSchemaOptions,
@@ -390,11 +444,10 @@ pub(crate) struct Converter<'a> {
     ref_rules: HashMap<String, RuleId>,
     pending: Vec<(Sub<'a>, RuleId)>,
     pub(crate) shared: HashMap<&'static str, RuleId>,
-    pub(crate) legacy_refs: bool,
-    /// Integers are written without fraction or exponent (drafts 03 and 04).
-    pub(crate) plain_integers: bool,
-    /// `if`/`then`/`else` are unknown keywords (drafts 03 to 06).
-    pub(crate) no_conditionals: bool,
+    /// The draft the schema is read in.
+    pub(crate) dialect: Dialect,
+    /// The draft of each document (the schema's, then the remote documents').
+    pub(crate) dialects: &'a [Dialect],
     /// Alternatives created by distributing `anyOf`/`oneOf` so far.
     pub(crate) branches: usize,
     /// IR nodes built so far (see [`MAX_CONVERTED_NODES`]).
@@ -418,7 +471,7 @@ struct Memo {
 impl<'a> Converter<'a> {
     fn run(&mut self, root: RuleId) -> Result<(), Diagnostic> {
         let docs: &'a [Cow<'a, Value>] = self.docs;
-        let sub = Sub { v: &docs[0], ptr: String::new(), neg: false };
+        let sub = Sub { v: &docs[0], ptr: String::new(), neg: false, dialect: self.dialects[0] };
         let body = self.compile_sub(&sub, 0)?;
         self.charge(&body, "")?;
         self.b.define(root, body);
@@ -474,7 +527,7 @@ impl<'a> Converter<'a> {
             Value::Bool(false) => return Ok(crate::regex::never()),
             Value::Object(obj) => {
                 if let Some(Value::String(r)) = obj.get("$ref") {
-                    let only_ref = self.legacy_refs
+                    let only_ref = sub.dialect.ref_overrides_siblings()
                         || obj.keys().all(|k| k == "$ref" || flat::is_annotation(k));
                     if only_ref {
                         return Ok(Expr::Rule(self.ref_rule(r, &sub.ptr)?));

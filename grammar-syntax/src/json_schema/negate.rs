@@ -192,7 +192,12 @@ impl<'a> Converter<'a> {
                 f.obj_parts.push(ObjPart {
                     props: vec![(
                         name.clone(),
-                        Sub { v: &Value::Bool(false), ptr: ptr.clone(), neg: false },
+                        Sub {
+                            v: &Value::Bool(false),
+                            ptr: ptr.clone(),
+                            neg: false,
+                            dialect: self.dialect,
+                        },
                     )],
                     ptr: ptr.clone(),
                     ..ObjPart::default()

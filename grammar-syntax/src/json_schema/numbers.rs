@@ -294,7 +294,7 @@ fn fraction(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, nonempty: bool
             if ex || lo.is_some() {
                 return None;
             }
-            return Some(Expr::repeat(Expr::literal("0"), min, None));
+            return Some(zeros(min));
         }
         (Some((&[], true)), None) => {
             // f > 0: some digit is not zero.
@@ -411,9 +411,19 @@ fn magnitude_range(lo: &Bound, hi: Option<&Bound>) -> Option<Expr> {
     alt(alts)
 }
 
+/// Most zeros a fraction may end with where they carry no meaning (the zero fraction of
+/// an integer, `5.000`, and zeros after a fraction's last digit that counts): a confused
+/// model cannot write them forever.
+pub const MAX_TRAILING_ZEROS: u32 = 16;
+
+/// From `min` to [`MAX_TRAILING_ZEROS`] zeros.
+pub(crate) fn zeros(min: u32) -> Expr {
+    Expr::repeat(Expr::literal("0"), min, Some(MAX_TRAILING_ZEROS.max(min)))
+}
+
 /// The zero fraction a JSON Schema integer may carry (`5.0`).
 pub(crate) fn zero_fraction() -> Expr {
-    Expr::optional(cat(vec![Expr::literal("."), Expr::repeat(Expr::literal("0"), 1, None)]))
+    Expr::optional(cat(vec![Expr::literal("."), zeros(1)]))
 }
 
 /// Integers as canonical digit strings in `[lo, hi]` after rounding the bounds inward.
@@ -614,11 +624,7 @@ pub fn decimal_steps(
     if lo.is_some() || hi.is_some() {
         return Err("a decimal multipleOf together with bounds".into());
     }
-    let frac = cat(vec![
-        Expr::literal("."),
-        any_digits(1, Some(digits)),
-        Expr::repeat(Expr::literal("0"), 0, None),
-    ]);
+    let frac = cat(vec![Expr::literal("."), any_digits(1, Some(digits)), zeros(0)]);
     let int = Expr::choice(vec![
         Expr::literal("0"),
         cat(vec![digit_class(b'1', b'9'), any_digits(0, None)]),

@@ -3,7 +3,7 @@
 //! and a JSON pointer, following `$id`/`id` base URIs and `$anchor`s. Conversion then
 //! never needs a base URI, so subschemas can be merged and moved freely.
 
-use super::{limit_error, JsonSchemaOptions};
+use super::{limit_error, Dialect, JsonSchemaOptions};
 use crate::diagnostic::{Category, Diagnostic};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -40,28 +40,30 @@ struct Registry {
 const UNRESOLVED: &str = "grammask-error:";
 
 /// The documents with every `$ref` rewritten (index 0 is the schema, then the remotes),
-/// and the errors of the references that could not be resolved. A document is copied
-/// only when something in it is rewritten.
+/// the draft of each (a remote document naming none is read in the schema's), and the
+/// errors of the references that could not be resolved. A document is copied only when
+/// something in it is rewritten.
 pub(crate) fn canonicalize<'s>(
     schema: &'s Value,
     opts: &'s JsonSchemaOptions,
-) -> Result<(Vec<Cow<'s, Value>>, Vec<Diagnostic>), Diagnostic> {
+    dialect: Dialect,
+) -> Result<(Vec<Cow<'s, Value>>, Vec<Dialect>, Vec<Diagnostic>), Diagnostic> {
     let mut docs = vec![Cow::Borrowed(schema)];
     let mut bases = vec![opts.base_uri.as_deref().map_or(DEFAULT_BASE, strip_fragment).to_string()];
     for (uri, doc) in &opts.remote_documents {
         docs.push(Cow::Borrowed(doc));
         bases.push(strip_fragment(uri).to_string());
     }
-    for doc in &mut docs {
-        let old = doc.get("$schema").and_then(Value::as_str).is_some_and(is_old_draft);
-        if old {
-            rename_new_keywords(doc.to_mut(), 0, opts.max_depth);
-        }
+    let mut dialects = vec![dialect];
+    for doc in &docs[1..] {
+        // A remote document of an unknown meta-schema is read in the schema's draft.
+        dialects.push(Dialect::within(doc, dialect).unwrap_or(dialect));
     }
     let mut reg = Registry::default();
     for (i, doc) in docs.iter().enumerate() {
         reg.resources.insert(bases[i].clone(), (i, String::new()));
-        walk(&mut reg, i, doc, String::new(), &bases[i], 0, opts.max_depth)?;
+        let at = Walk { doc: i, dialect: dialects[i], max_depth: opts.max_depth };
+        at.walk(&mut reg, doc, String::new(), &bases[i], 0)?;
     }
     let mut errors = Vec::new();
     for site in std::mem::take(&mut reg.refs) {
@@ -76,38 +78,7 @@ pub(crate) fn canonicalize<'s>(
             obj.insert("$ref".to_string(), Value::String(canonical));
         }
     }
-    Ok((docs, errors))
-}
-
-/// Whether a `$schema` URI names a draft before 2020-12.
-pub(crate) fn is_old_draft(s: &str) -> bool {
-    ["draft-03", "draft-04", "draft-06", "draft-07", "2019-09"].iter().any(|d| s.contains(d))
-}
-
-/// In a document of an older draft, `prefixItems` is not a keyword: renamed so that it is
-/// reported as unknown rather than applied.
-fn rename_new_keywords(v: &mut Value, depth: usize, max_depth: usize) {
-    if depth > max_depth {
-        return;
-    }
-    match v {
-        Value::Object(obj) => {
-            if let Some(p) = obj.remove("prefixItems") {
-                obj.insert("prefixItems (not a keyword of this draft)".to_string(), p);
-            }
-            for (k, child) in obj.iter_mut() {
-                if !matches!(k.as_str(), "const" | "enum" | "examples" | "default") {
-                    rename_new_keywords(child, depth + 1, max_depth);
-                }
-            }
-        }
-        Value::Array(items) => {
-            for child in items {
-                rename_new_keywords(child, depth + 1, max_depth);
-            }
-        }
-        _ => {}
-    }
+    Ok((docs, dialects, errors))
 }
 
 /// The index of the resolution error of an unresolved reference.
@@ -122,67 +93,94 @@ pub(crate) fn parse_canonical(r: &str) -> Option<(usize, &str)> {
     Some((doc.parse().ok()?, ptr))
 }
 
-fn walk(
-    reg: &mut Registry,
+/// Where the walk over one document is, and how its draft reads identifiers.
+struct Walk {
     doc: usize,
-    v: &Value,
-    ptr: String,
-    base: &str,
-    depth: usize,
+    dialect: Dialect,
     max_depth: usize,
-) -> Result<(), Diagnostic> {
-    if depth > max_depth {
-        return Err(limit_error(&ptr, max_depth));
-    }
-    let Value::Object(obj) = v else { return Ok(()) };
-    let mut base = base.to_string();
-    for key in ["$id", "id"] {
-        let Some(Value::String(id)) = obj.get(key) else { continue };
-        if key == "id" && obj.contains_key("$id") {
-            continue;
+}
+
+impl Walk {
+    /// The keywords that set a base URI or an anchor in this draft.
+    fn identifier_keys(&self) -> &'static [&'static str] {
+        use super::Draft;
+        match (self.dialect.named, self.dialect.draft) {
+            (false, _) => &["$id", "id"],
+            (true, Draft::Draft4) => &["id"],
+            (true, _) => &["$id"],
         }
-        if let Some(anchor) = id.strip_prefix('#') {
-            if !anchor.is_empty() && !anchor.starts_with('/') {
-                reg.anchors.insert(format!("{base}#{anchor}"), (doc, ptr.clone()));
+    }
+
+    /// Registers the identifiers, anchors and references of `v` and its subschemas.
+    fn walk(
+        &self,
+        reg: &mut Registry,
+        v: &Value,
+        ptr: String,
+        base: &str,
+        depth: usize,
+    ) -> Result<(), Diagnostic> {
+        if depth > self.max_depth {
+            return Err(limit_error(&ptr, self.max_depth));
+        }
+        let Value::Object(obj) = v else { return Ok(()) };
+        let doc = self.doc;
+        let mut base = base.to_string();
+        // In drafts 4 to 7 a `$ref` stands for its whole object: an identifier beside it
+        // is ignored (the subschemas beside it stay reachable by JSON pointer).
+        let ignored = self.dialect.ref_overrides_siblings() && obj.contains_key("$ref");
+        let keys = if ignored { &[][..] } else { self.identifier_keys() };
+        for key in keys {
+            let Some(Value::String(id)) = obj.get(*key) else { continue };
+            if *key == "id" && obj.contains_key("$id") {
+                continue;
             }
-            continue;
+            if let Some(anchor) = id.strip_prefix('#') {
+                if !anchor.is_empty() && !anchor.starts_with('/') {
+                    reg.anchors.insert(format!("{base}#{anchor}"), (doc, ptr.clone()));
+                }
+                continue;
+            }
+            base = strip_fragment(&join(&base, id)).to_string();
+            reg.resources.insert(base.clone(), (doc, ptr.clone()));
         }
-        base = strip_fragment(&join(&base, id)).to_string();
-        reg.resources.insert(base.clone(), (doc, ptr.clone()));
-    }
-    for key in ["$anchor", "$dynamicAnchor"] {
-        if let Some(Value::String(a)) = obj.get(key) {
-            reg.anchors.entry(format!("{base}#{a}")).or_insert((doc, ptr.clone()));
+        for key in ["$anchor", "$dynamicAnchor"] {
+            if ignored || !self.dialect.knows(key) {
+                continue;
+            }
+            if let Some(Value::String(a)) = obj.get(key) {
+                reg.anchors.entry(format!("{base}#{a}")).or_insert((doc, ptr.clone()));
+            }
         }
-    }
-    if let Some(Value::String(r)) = obj.get("$ref") {
-        reg.refs.push(RefSite { doc, ptr: ptr.clone(), base: base.clone(), target: r.clone() });
-    }
-    for (key, child) in obj {
-        let child_ptr = format!("{ptr}/{}", escape_token(key));
-        match key.as_str() {
-            "const" | "enum" | "examples" | "default" | "example" => {}
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
-            | "dependencies" => {
-                if let Value::Object(map) = child {
-                    for (name, s) in map {
-                        let p = format!("{child_ptr}/{}", escape_token(name));
-                        walk(reg, doc, s, p, &base, depth + 1, max_depth)?;
+        if let Some(Value::String(r)) = obj.get("$ref") {
+            reg.refs.push(RefSite { doc, ptr: ptr.clone(), base: base.clone(), target: r.clone() });
+        }
+        for (key, child) in obj {
+            let child_ptr = format!("{ptr}/{}", escape_token(key));
+            match key.as_str() {
+                "const" | "enum" | "examples" | "default" | "example" => {}
+                "properties" | "patternProperties" | "$defs" | "definitions"
+                | "dependentSchemas" | "dependencies" => {
+                    if let Value::Object(map) = child {
+                        for (name, s) in map {
+                            let p = format!("{child_ptr}/{}", escape_token(name));
+                            self.walk(reg, s, p, &base, depth + 1)?;
+                        }
                     }
                 }
-            }
-            _ => match child {
-                Value::Array(items) => {
-                    for (i, s) in items.iter().enumerate() {
-                        walk(reg, doc, s, format!("{child_ptr}/{i}"), &base, depth + 1, max_depth)?;
+                _ => match child {
+                    Value::Array(items) => {
+                        for (i, s) in items.iter().enumerate() {
+                            self.walk(reg, s, format!("{child_ptr}/{i}"), &base, depth + 1)?;
+                        }
                     }
-                }
-                Value::Object(_) => walk(reg, doc, child, child_ptr, &base, depth + 1, max_depth)?,
-                _ => {}
-            },
+                    Value::Object(_) => self.walk(reg, child, child_ptr, &base, depth + 1)?,
+                    _ => {}
+                },
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 fn resolve(

@@ -6,7 +6,8 @@
 //! same way, so an engine can share their compiled automata and mask caches.
 //!
 //! `json-integer` accepts what JSON Schema calls an integer in the forms a serializer
-//! writes: `-?(0|[1-9][0-9]*)`, optionally with a zero fraction (`5.0`), and exponent
+//! writes: `-?(0|[1-9][0-9]*)`, optionally with a zero fraction (`5.0`, at most
+//! [`super::numbers::MAX_TRAILING_ZEROS`] zeros), and exponent
 //! forms that are always integral (at most 16 fraction digits and an exponent of at
 //! least 16: `1.2345e52`).
 
@@ -122,10 +123,7 @@ fn body(which: SharedRule, ws: Whitespace, get: &mut dyn FnMut(SharedRule) -> Ru
             ])),
         ]),
         SharedRule::Integer => {
-            let plain = Expr::seq(vec![
-                int_part(),
-                Expr::optional(Expr::seq(vec![Expr::literal("."), Expr::plus(Expr::literal("0"))])),
-            ]);
+            let plain = Expr::seq(vec![int_part(), super::numbers::zero_fraction()]);
             let exponent = Expr::seq(vec![
                 Expr::class(false, [('1', '9')]),
                 Expr::optional(Expr::seq(vec![

@@ -1026,14 +1026,10 @@ impl<'a> Converter<'a> {
                     } else {
                         Expr::Empty
                     };
-                    let zeros = Expr::star(Expr::literal("0"));
                     let frac = if d.frac.is_empty() {
-                        Expr::optional(Expr::seq(vec![
-                            Expr::literal("."),
-                            Expr::plus(Expr::literal("0")),
-                        ]))
+                        numbers::zero_fraction()
                     } else {
-                        Expr::seq(vec![Expr::literal(&format!(".{}", d.frac)), zeros])
+                        Expr::seq(vec![Expr::literal(&format!(".{}", d.frac)), numbers::zeros(0)])
                     };
                     Expr::seq(vec![sign, Expr::literal(&d.int), frac])
                 }
@@ -1275,7 +1271,7 @@ impl<'a> Converter<'a> {
             ]));
         }
         if !f.has_number_constraints() {
-            if integer && self.plain_integers {
+            if integer && self.dialect.plain_integers() {
                 return Ok(plain_integer());
             }
             return Ok(self.shared(if integer { SharedRule::Integer } else { SharedRule::Number }));
@@ -1312,7 +1308,9 @@ impl<'a> Converter<'a> {
             [_, (_, ptr), ..] => Err((ptr.clone(), "several multipleOf".to_string())),
         };
         let result = match result {
-            Ok(Some(e)) if integer && self.plain_integers => Ok(Some(strip_zero_fraction(e))),
+            Ok(Some(e)) if integer && self.dialect.plain_integers() => {
+                Ok(Some(strip_zero_fraction(e)))
+            }
             other => other,
         };
         match result {
@@ -1389,7 +1387,12 @@ impl<'a> Converter<'a> {
         } else if let Some(u) = &f.unevaluated_properties {
             Some(u.clone())
         } else if self.opts.strict && !has_patterns {
-            Some(Sub { v: &Value::Bool(false), ptr: f.ptr.clone(), neg: false })
+            Some(Sub {
+                v: &Value::Bool(false),
+                ptr: f.ptr.clone(),
+                neg: false,
+                dialect: self.dialect,
+            })
         } else {
             None
         };

@@ -1,12 +1,13 @@
-//! Runs the JSON-Schema-Test-Suite (draft 2020-12) through the converter and a matcher
-//! given by the caller, and compares the per-file counts with a checked-in expectations
-//! file. Shared by the reference-matcher test of grammask-syntax and the engine test of
-//! the root crate.
+//! Runs the JSON-Schema-Test-Suite (one draft's folder: draft4, draft6, draft7,
+//! draft2019-09, draft2020-12) through the converter, told the draft as a validator is,
+//! and a matcher given by the caller, and compares the per-file counts with a checked-in
+//! expectations file per draft. Shared by the reference-matcher test of grammask-syntax
+//! and the engine test of the root crate.
 
 #![allow(dead_code)]
 
 use grammask_syntax::json_schema::{
-    json_schema_to_grammar, FormatMode, JsonSchemaOptions, PropertyOrder,
+    json_schema_to_grammar, Draft, FormatMode, JsonSchemaOptions, PropertyOrder,
 };
 use grammask_syntax::Grammar;
 use serde_json::{json, Map, Value};
@@ -24,8 +25,11 @@ pub struct FileCounts {
     pub divergent: u64,
 }
 
-/// Tests grammask answers otherwise than the suite on purpose: (file, test description,
-/// why). A listed test that gets the suite's answer fails the run (the list is stale).
+/// The suite's folders, one per draft, oldest first.
+pub const DRAFTS: &[&str] = &["draft4", "draft6", "draft7", "draft2019-09", "draft2020-12"];
+
+/// Tests grammask answers otherwise than the suite on purpose, in every draft: (file,
+/// test description, why). A listed test that gets the suite's answer fails the run (the list is stale).
 pub const DIVERGENCES: &[(&str, &str, &str)] = &[
     ("optional/format/date-time.json", "a valid date-time with a leap second, UTC", LEAP),
     (
@@ -85,14 +89,17 @@ pub fn remotes(root: &Path) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// Runs every draft2020-12 file. `prepare(grammar)` compiles a grammar into a matcher
-/// (an error counts the group as refused). Prints wrong answers; returns counts by file.
+/// Runs every file of one draft's folder (one of [`DRAFTS`]). `prepare(grammar)`
+/// compiles a grammar into a matcher (an error counts the group as refused). Prints wrong
+/// answers; returns counts by file.
 pub fn run(
     root: &Path,
+    draft: &str,
     verbose: bool,
     prepare: &mut dyn FnMut(&Grammar) -> Result<Acceptor, String>,
 ) -> BTreeMap<String, FileCounts> {
-    let dir = root.join("draft2020-12");
+    let dir = root.join(draft);
+    let named = Draft::from_name(draft).expect("a draft folder of the suite");
     let mut files = Vec::new();
     collect(&dir, &mut files);
     let remote_documents = remotes(root);
@@ -101,6 +108,7 @@ pub fn run(
         let rel = path.strip_prefix(&dir).unwrap().to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(&path).unwrap();
         let groups: Vec<Value> = serde_json::from_str(&text).unwrap();
+        let raw_data = raw_test_data(&text);
         let format = if rel.starts_with("optional/format") {
             FormatMode::Assert
         } else {
@@ -110,17 +118,18 @@ pub fn run(
             format,
             property_order: PropertyOrder::Any,
             remote_documents: remote_documents.clone(),
+            draft: Some(named),
             ..JsonSchemaOptions::default()
         };
         let mut counts = FileCounts::default();
-        for group in &groups {
+        for (g, group) in groups.iter().enumerate() {
             let description = group["description"].as_str().unwrap_or("");
             match json_schema_to_grammar(&group["schema"], &opts) {
                 Err(e) => {
                     counts.refused += 1;
                     assert!(e.errors().next().is_some(), "{rel}: refused without an error");
                     if verbose {
-                        println!("REFUSED {rel} / {description}: {e}");
+                        println!("REFUSED {draft}/{rel} / {description}: {e}");
                     }
                 }
                 Ok(converted) => {
@@ -128,13 +137,13 @@ pub fn run(
                         Ok(a) => a,
                         Err(e) => {
                             counts.refused += 1;
-                            println!("REFUSED BY THE ENGINE {rel} / {description}: {e}");
+                            println!("REFUSED BY THE ENGINE {draft}/{rel} / {description}: {e}");
                             continue;
                         }
                     };
                     counts.compiled += 1;
-                    for test in group["tests"].as_array().into_iter().flatten() {
-                        let data = serde_json::to_string(&test["data"]).unwrap();
+                    for (t, test) in group["tests"].as_array().into_iter().flatten().enumerate() {
+                        let data = raw_data[g][t].clone();
                         let valid = test["valid"].as_bool().unwrap_or(false);
                         let name = test["description"].as_str().unwrap_or("");
                         if DIVERGENCES.iter().any(|(f, t, _)| *f == rel && *t == name) {
@@ -151,7 +160,7 @@ pub fn run(
                         } else {
                             counts.wrong += 1;
                             println!(
-                                "WRONG {rel} / {description} / {}: {data} should be {}",
+                                "WRONG {draft}/{rel} / {description} / {}: {data} should be {}",
                                 test["description"].as_str().unwrap_or(""),
                                 if valid { "accepted" } else { "rejected" }
                             );
@@ -163,6 +172,43 @@ pub fn run(
         result.insert(rel, counts);
     }
     result
+}
+
+/// The `data` of each test of each group, as the file writes it without its whitespace:
+/// numbers keep their text (`1.0`, 53-digit integers), objects their key order.
+fn raw_test_data(text: &str) -> Vec<Vec<String>> {
+    use serde_json::value::RawValue;
+    type Fields<'t> = BTreeMap<String, &'t RawValue>;
+    let groups: Vec<Fields> = serde_json::from_str(text).unwrap();
+    groups
+        .iter()
+        .map(|g| {
+            let tests: Vec<Fields> = serde_json::from_str(g["tests"].get()).unwrap();
+            tests.iter().map(|t| compact(t["data"].get())).collect()
+        })
+        .collect()
+}
+
+/// JSON text without the whitespace between its tokens.
+fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !c.is_ascii_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The counts as JSON: `{file: {compiled, refused, right, wrong}}` plus a total.
