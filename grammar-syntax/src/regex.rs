@@ -222,6 +222,18 @@ fn ecma_to_regex_syntax(pattern: &str) -> Result<String, Diagnostic> {
                             out.push_str(&format!("\\x{{{code:X}}}"));
                         }
                     }
+                    'p' | 'P' if chars.get(i) == Some(&'{') => {
+                        // A Unicode property, `\p{Letter}`: its braces are no quantifier.
+                        let Some(close) = chars[i..].iter().position(|&c| c == '}') else {
+                            return Err(Diagnostic::global(format!(
+                                "invalid regex `{pattern}`: unclosed `\\{n}{{`"
+                            )));
+                        };
+                        out.push('\\');
+                        out.push(n);
+                        out.extend(&chars[i..=i + close]);
+                        i += close + 1;
+                    }
                     'x' | 'p' | 'P' | 't' | 'n' | 'r' | 'f' | 'v' => {
                         if n == 'v' {
                             out.push_str("\\x{B}");

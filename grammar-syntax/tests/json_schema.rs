@@ -178,3 +178,127 @@ fn free_keys_are_exactly_the_unlisted_ones() {
         assert_eq!(m.matches(&format!("{{{quoted}: \"P\"}}")), listed, "{quoted}: \"P\"");
     }
 }
+
+/// In schema order, properties come in order of appearance: a `properties` written before
+/// an `allOf`, a `$ref` or an `anyOf` lists its properties first, and parts merged from
+/// them stand where their keyword stands.
+#[test]
+fn properties_follow_order_of_appearance() {
+    let int = json!({"type": "integer"});
+    let cases = [
+        (
+            json!({"properties": {"a": int}, "allOf": [{"properties": {"b": int}}], "required": ["a", "b"]}),
+            r#"{"a": 1, "b": 2}"#,
+            r#"{"b": 2, "a": 1}"#,
+        ),
+        (
+            json!({"allOf": [{"properties": {"b": int}}], "properties": {"a": int}, "required": ["a", "b"]}),
+            r#"{"b": 2, "a": 1}"#,
+            r#"{"a": 1, "b": 2}"#,
+        ),
+        (
+            json!({"$defs": {"B": {"properties": {"b": int}}}, "properties": {"a": int},
+                   "$ref": "#/$defs/B", "required": ["a", "b"]}),
+            r#"{"a": 1, "b": 2}"#,
+            r#"{"b": 2, "a": 1}"#,
+        ),
+        (
+            json!({"properties": {"a": int}, "anyOf": [{"properties": {"b": int}, "required": ["b"]}],
+                   "allOf": [{"properties": {"c": int}}], "required": ["a", "c"]}),
+            r#"{"a": 1, "b": 2, "c": 3}"#,
+            r#"{"a": 1, "c": 3, "b": 2}"#,
+        ),
+        (
+            json!({"anyOf": [{"properties": {"b": int}, "required": ["b"]}], "properties": {"a": int},
+                   "required": ["a"]}),
+            r#"{"b": 2, "a": 1}"#,
+            r#"{"a": 1, "b": 2}"#,
+        ),
+    ];
+    for (schema, in_order, out_of_order) in cases {
+        assert!(accepts(schema.clone(), in_order), "{schema}: {in_order}");
+        assert!(!accepts(schema.clone(), out_of_order), "{schema}: {out_of_order}");
+    }
+}
+
+/// A draft named by `$schema` or by the options is read as its specification writes it.
+#[test]
+fn each_draft_reads_its_own_keywords() {
+    let draft = |d: &str| format!("http://json-schema.org/{d}/schema#");
+    // Draft 4: `const` is not a keyword; `exclusiveMinimum` is a boolean; 1.0 is no integer.
+    let s = json!({"$schema": draft("draft-04"), "const": 1});
+    assert!(accepts(s, "2"));
+    let s = json!({"$schema": draft("draft-04"), "minimum": 1, "exclusiveMinimum": true});
+    assert!(!accepts(s.clone(), "1") && accepts(s, "2"));
+    assert!(!accepts(json!({"$schema": draft("draft-04"), "type": "integer"}), "1.0"));
+    // Drafts 4 to 7: `$ref` stands for its whole object.
+    let s = json!({"$schema": draft("draft-07"), "$defs": {"i": {"type": "integer"}},
+                   "$ref": "#/$defs/i", "maximum": 3});
+    assert!(accepts(s, "5"));
+    // Draft 6: no `if`.
+    let s = json!({"$schema": draft("draft-06"), "if": true, "then": false});
+    assert!(accepts(s, "1"));
+    // 2020-12 (and a schema naming no draft): `$ref` beside other keywords applies both.
+    let s = json!({"$defs": {"i": {"type": "integer"}}, "$ref": "#/$defs/i", "maximum": 3});
+    assert!(!accepts(s, "5"));
+    // The options name the draft of a schema without `$schema`.
+    let opts = JsonSchemaOptions {
+        draft: Some(grammask_syntax::json_schema::Draft::Draft4),
+        ..JsonSchemaOptions::default()
+    };
+    let c = json_schema_to_grammar(&json!({"const": 1}), &opts).unwrap();
+    assert!(ReferenceMatcher::new(&c.grammar).matches("2"));
+    // Draft 3 is refused at `$schema`.
+    let e = json_schema_to_grammar(
+        &json!({"$schema": draft("draft-03")}),
+        &JsonSchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.errors().next().unwrap().pointer.as_deref(), Some("/$schema"));
+}
+
+/// Where a control or non-ASCII character is allowed as itself, its `\uXXXX` escape is
+/// too (a surrogate pair past U+FFFF), in either case; where it is not, neither is its
+/// escape.
+#[test]
+fn escaped_characters_mean_their_characters() {
+    let cases = [
+        (json!({"const": "é"}), r#""\u00e9""#, true),
+        (json!({"const": "é"}), r#""\u00E9""#, true),
+        (json!({"const": "é"}), r#""\u00e8""#, false),
+        (json!({"enum": ["a😀"]}), r#""a\ud83d\ude00""#, true),
+        (json!({"enum": ["a😀"]}), r#""a\ud83d\ude01""#, false),
+        (json!({"pattern": "^\\t$"}), r#""\u0009""#, true),
+        (json!({"pattern": "^\\t$"}), r#""\t""#, true),
+        (json!({"pattern": "^[a-z]+$"}), r#""\u00e9""#, false),
+        (json!({"pattern": "^[^a]$"}), r#""\u00e9""#, true),
+        (json!({"pattern": "^\\p{L}$"}), r#""\u00e9""#, true),
+        (json!({"pattern": "^\\p{L}$"}), r#""\u0031""#, false),
+        (
+            json!({"properties": {"café": {"type": "integer"}}, "required": ["café"], "additionalProperties": false}),
+            r#"{"caf\u00e9": 1}"#,
+            true,
+        ),
+        (json!({"not": {"const": "é"}, "type": "string"}), r#""\u00e9""#, false),
+        (json!({"type": "string", "maxLength": 1}), r#""\ud83d\ude00""#, true),
+    ];
+    for (schema, text, expected) in cases {
+        assert_eq!(accepts(schema.clone(), text), expected, "{schema}: {text}");
+    }
+}
+
+/// The zeros that end a number without meaning are bounded, so a model cannot write them
+/// forever: an integer's zero fraction and a constant's trailing zeros.
+#[test]
+fn meaningless_trailing_zeros_are_bounded() {
+    use grammask_syntax::json_schema::numbers::MAX_TRAILING_ZEROS;
+    let n = MAX_TRAILING_ZEROS as usize;
+    for schema in
+        [json!({"type": "integer"}), json!({"type": "integer", "minimum": 0}), json!({"const": 5})]
+    {
+        assert!(accepts(schema.clone(), &format!("5.{}", "0".repeat(n))), "{schema}");
+        assert!(!accepts(schema.clone(), &format!("5.{}", "0".repeat(n + 1))), "{schema}");
+    }
+    assert!(accepts(json!({"const": 5.5}), &format!("5.5{}", "0".repeat(n))));
+    assert!(!accepts(json!({"const": 5.5}), &format!("5.5{}", "0".repeat(n + 1))));
+}

@@ -1,7 +1,9 @@
 //! Reading a GRAMMAR argument: a file or `-` (stdin), its format from `--format` or the
 //! extension, errors printed as `FILE:LINE:COL: error: MESSAGE` with the source line.
 
-use grammask::syntax::json_schema::{FormatMode, JsonSchemaOptions, PropertyOrder, Whitespace};
+use grammask::syntax::json_schema::{
+    Draft, FormatMode, JsonSchemaOptions, PropertyOrder, Whitespace,
+};
 use grammask::{Grammar, GrammarFormat};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -142,6 +144,16 @@ pub struct SchemaArgs {
     /// by relative paths.
     #[arg(long, value_name = "DIR", value_parser = parse_ref_dir)]
     pub ref_dir: Vec<RemoteDirectory>,
+    /// JSON Schema: the draft of a schema whose `$schema` names none (`4`, `6`, `7`,
+    /// `2019-09`, `2020-12`). Without it: 2020-12, also reading the older drafts' forms.
+    #[arg(long, value_name = "DRAFT", value_parser = parse_draft)]
+    pub draft: Option<Draft>,
+}
+
+/// A draft's name, as `--draft` takes it.
+fn parse_draft(arg: &str) -> Result<Draft, String> {
+    Draft::from_name(arg)
+        .ok_or_else(|| format!("`{arg}` is not a draft (4, 6, 7, 2019-09 or 2020-12)"))
 }
 
 /// A document for remote `$ref`s: its absolute URI and its JSON.
@@ -224,6 +236,7 @@ impl SchemaArgs {
                 .chain(self.ref_dir.iter().flat_map(|d| &d.0))
                 .map(|RemoteDocument(uri, doc)| (uri.clone(), doc.clone()))
                 .collect(),
+            draft: self.draft,
             ..JsonSchemaOptions::default()
         }
     }

@@ -11,7 +11,7 @@
 use super::{fuzz_limits, short_walk, text_vocab};
 use crate::gen::names_tokens;
 use crate::rng::{ByteSource, Choices};
-use grammask::syntax::json_schema::{FormatMode, PropertyOrder, Whitespace};
+use grammask::syntax::json_schema::{Draft, FormatMode, PropertyOrder, Whitespace};
 use grammask::syntax::print::to_gbnf;
 use grammask::syntax::{
     json_schema_to_grammar, parse_json_schema, validate, Converted, Diagnostics, JsonSchemaOptions,
@@ -169,7 +169,8 @@ pub fn value(src: &mut ByteSource<'_>, depth: usize) -> Value {
 }
 
 /// Options from two bytes: every combination of whitespace, strict, lenient, format,
-/// property order, a small or the default depth limit, a remote document, and a base URI.
+/// property order, a small or the default depth limit, a remote document, a base URI, and
+/// a draft for schemas that name none.
 pub fn options(a: u8, b: u8) -> JsonSchemaOptions {
     let whitespace = match a % 4 {
         0 => Whitespace::default(),
@@ -193,6 +194,12 @@ pub fn options(a: u8, b: u8) -> JsonSchemaOptions {
         max_depth: if a & 0x40 != 0 { (b as usize >> 3) % 8 } else { 128 },
         remote_documents,
         base_uri: (a & 0x80 != 0).then(|| "file:///schemas/root.json".to_string()),
+        draft: match b % 7 {
+            0 => Some(Draft::Draft4),
+            1 => Some(Draft::Draft7),
+            2 => Some(Draft::Draft2019_09),
+            _ => None,
+        },
     }
 }
 

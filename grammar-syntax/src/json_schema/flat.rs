@@ -2,6 +2,9 @@
 //! keywords, `if: true` + `then`, ...) become one [`Flat`] schema, each keyword combined
 //! the way the conjunction of the parts requires: `type`s intersect, `enum`s intersect,
 //! bounds tighten, `required` lists unite, properties keep their order of first mention.
+//! Parts merge in order of appearance: a `$ref`, `allOf` or `anyOf` stands where its
+//! keyword stands among the object's keys, so a `properties` written before an `allOf`
+//! lists its properties first.
 //!
 //! Object keywords are kept per part ([`ObjPart`]), since `additionalProperties` of one
 //! part applies to the properties the *other* parts name. `anyOf`/`oneOf` groups stay
@@ -69,6 +72,9 @@ pub(crate) struct Group<'a> {
     pub branches: Vec<Sub<'a>>,
     pub exclusive: bool,
     pub ptr: String,
+    /// How many object parts came before the group in the schema's text: a branch's
+    /// properties are placed there (order of appearance).
+    pub at: usize,
 }
 
 /// An `if`/`then`/`else` whose condition is a schema.
@@ -197,6 +203,22 @@ impl<'a> Flat<'a> {
             || !self.dependent_required.is_empty()
             || !self.dependent_schemas.is_empty()
             || self.unevaluated_properties.is_some()
+    }
+
+    /// Moves the object parts from index `parts` on (merged from a branch, with the
+    /// groups from index `groups` on) to index `at`, where the branch's group stood.
+    pub fn move_parts_to(&mut self, parts: usize, groups: usize, at: usize) {
+        let at = at.min(parts);
+        let added: Vec<ObjPart<'a>> = self.obj_parts.drain(parts..).collect();
+        let n = added.len();
+        self.obj_parts.splice(at..at, added);
+        for (i, g) in self.groups.iter_mut().enumerate() {
+            if i >= groups {
+                g.at = g.at - parts + at;
+            } else if g.at >= at {
+                g.at += n;
+            }
+        }
     }
 
     /// Whether array keywords constrain arrays.
@@ -392,6 +414,31 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// Merges the target of the `$ref` of `obj` (at `ptr`) into `flat`.
+    fn merge_ref(
+        &mut self,
+        flat: &mut Flat<'a>,
+        obj: &'a serde_json::Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+        stack: &mut Vec<String>,
+    ) -> Result<(), Diagnostic> {
+        let Some(Value::String(r)) = obj.get("$ref") else {
+            return Err(invalid(ptr, "$ref", "must be a string"));
+        };
+        if stack.contains(r) {
+            return self.unsupported(
+                at(ptr, "$ref"),
+                "a schema that includes itself through $ref/allOf cannot be merged".into(),
+            );
+        }
+        let target = self.target(r, ptr)?;
+        stack.push(r.clone());
+        let merged = self.merge(flat, &target, depth + 1, stack, false);
+        stack.pop();
+        merged
+    }
+
     /// Ignores a keyword the schema's draft does not know, with a warning (JSON Schema
     /// core, "unknown keywords"); one holding `$id`/`$anchor` is refused, since references
     /// could resolve into it, which validators do not do.
@@ -494,28 +541,14 @@ impl<'a> Converter<'a> {
             }
         };
         let ptr = sub.ptr.as_str();
-        if let Some(r) = obj.get("$ref") {
-            let Value::String(r) = r else {
-                return Err(invalid(ptr, "$ref", "must be a string"));
-            };
-            if stack.contains(r) {
-                self.unsupported(
-                    at(ptr, "$ref"),
-                    "a schema that includes itself through $ref/allOf cannot be merged".into(),
-                )?;
-            } else {
-                let target = self.target(r, ptr)?;
-                stack.push(r.clone());
-                self.merge(flat, &target, depth + 1, stack, false)?;
-                stack.pop();
-            }
-            if sub.dialect.ref_overrides_siblings() {
-                // Before draft 2019-09, keywords beside `$ref` are ignored.
-                return Ok(());
-            }
+        if obj.contains_key("$ref") && sub.dialect.ref_overrides_siblings() {
+            // Before draft 2019-09, keywords beside `$ref` are ignored.
+            return self.merge_ref(flat, obj, ptr, depth, stack);
         }
         let mut obj_part = ObjPart { ptr: ptr.to_string(), ..ObjPart::default() };
-        let mut has_obj_part = false;
+        // Where this schema's object part goes among the flat's: at its first object
+        // keyword, before what later keywords merge.
+        let mut obj_slot: Option<usize> = None;
         let mut arr_part = ArrPart::default();
         let mut has_arr_part = false;
         for (key, v) in obj {
@@ -529,8 +562,14 @@ impl<'a> Converter<'a> {
                 )?;
                 continue;
             }
+            if matches!(key.as_str(), "properties" | "patternProperties" | "additionalProperties")
+                && obj_slot.is_none()
+            {
+                obj_slot = Some(flat.obj_parts.len());
+                flat.obj_parts.push(ObjPart::default());
+            }
             match key.as_str() {
-                "$ref" => {}
+                "$ref" => self.merge_ref(flat, obj, ptr, depth, stack)?,
                 "contentEncoding" | "contentMediaType" if sub.dialect.asserts_content() => {
                     self.content(flat, key, v, kp)?;
                 }
@@ -625,7 +664,6 @@ impl<'a> Converter<'a> {
                     let Value::Object(map) = v else {
                         return Err(invalid(ptr, key, "must be an object"));
                     };
-                    has_obj_part = true;
                     for (name, s) in map {
                         let entry = (name.clone(), sub.child(s, at(&kp, name)));
                         if key == "properties" {
@@ -636,7 +674,6 @@ impl<'a> Converter<'a> {
                     }
                 }
                 "additionalProperties" => {
-                    has_obj_part = true;
                     obj_part.additional = Some(sub.child(v, kp));
                 }
                 "required" => {
@@ -780,7 +817,8 @@ impl<'a> Converter<'a> {
                         .enumerate()
                         .map(|(i, s)| sub.child(s, format!("{kp}/{i}")))
                         .collect();
-                    flat.groups.push(Group { branches, exclusive: key == "oneOf", ptr: kp });
+                    let at = flat.obj_parts.len();
+                    flat.groups.push(Group { branches, exclusive: key == "oneOf", ptr: kp, at });
                 }
                 "not" => flat.nots.push(sub.child(v, kp)),
                 "if" => match v {
@@ -829,8 +867,8 @@ impl<'a> Converter<'a> {
                 _ => self.unknown_keyword(kp, key, v, "")?,
             }
         }
-        if has_obj_part {
-            flat.obj_parts.push(obj_part);
+        if let Some(slot) = obj_slot {
+            flat.obj_parts[slot] = obj_part;
         }
         if has_arr_part {
             flat.arr_parts.push(arr_part);

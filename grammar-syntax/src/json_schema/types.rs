@@ -247,7 +247,9 @@ impl<'a> Converter<'a> {
             for b in &group.branches {
                 self.count_branch(&group.ptr)?;
                 let mut g = f.clone();
+                let (parts, groups) = (g.obj_parts.len(), g.groups.len());
                 self.merge(&mut g, b, depth + 1, &mut Vec::new(), false)?;
+                g.move_parts_to(parts, groups, group.at);
                 flats.push(g);
             }
             let nots_before: Vec<usize> = flats.iter().map(|g| g.nots.len()).collect();
