@@ -525,3 +525,59 @@ fn rules_no_value_satisfies_are_dropped_so_the_rest_compiles() {
         assert!(!m.matches(r#"{"other":1}"#));
     }
 }
+
+/// `uniqueItems` over items of few listed values (enum, const, boolean, null, a oneOf of
+/// consts): every array of those values, of every length up to 4 and in every order, is
+/// accepted exactly when its items are distinct and the counts allow it.
+#[test]
+fn unique_items_over_few_listed_values() {
+    let schemas = [
+        json!({"type": "array", "uniqueItems": true, "items": {"enum": ["a", "b", "c", 1]}}),
+        json!({"type": "array", "uniqueItems": true, "minItems": 2, "maxItems": 3,
+               "items": {"enum": ["a", "b", "c", 1]}}),
+        json!({"type": "array", "uniqueItems": true, "items": {"type": ["boolean", "null"]}}),
+        json!({"type": "array", "uniqueItems": true,
+               "items": {"oneOf": [{"const": "a"}, {"const": "b"}, {"const": 1.0}]}}),
+        json!({"type": "array", "uniqueItems": true, "items": {"enum": ["a", "b", 1], "type": "string"}}),
+    ];
+    let pool =
+        [json!("a"), json!("b"), json!("c"), json!(1), json!(true), json!(false), json!(null)];
+    let mut arrays: Vec<Vec<Value>> = vec![vec![]];
+    for _ in 0..4 {
+        let longer: Vec<Vec<Value>> = arrays
+            .iter()
+            .filter(|a| a.len() == arrays.last().map_or(0, Vec::len))
+            .flat_map(|a| pool.iter().map(move |v| [a.clone(), vec![v.clone()]].concat()))
+            .collect();
+        arrays.extend(longer);
+    }
+    for schema in &schemas {
+        let g = compile(schema);
+        let item_ok = |v: &Value| -> bool {
+            let items = &schema["items"];
+            if let Some(e) = items.get("enum") {
+                let typed = items.get("type").is_none_or(|t| t == "string") || !v.is_string();
+                return e.as_array().unwrap().contains(v)
+                    && (items.get("type").is_none() || (typed && v.is_string()));
+            }
+            if let Some(branches) = items.get("oneOf") {
+                return branches.as_array().unwrap().iter().any(|b| {
+                    let c = &b["const"];
+                    c == v || (c.is_f64() && v.as_f64() == c.as_f64() && v.is_number())
+                });
+            }
+            v.is_boolean() || v.is_null()
+        };
+        let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let max = schema.get("maxItems").and_then(Value::as_u64).unwrap_or(99) as usize;
+        for a in &arrays {
+            let distinct = a.iter().enumerate().all(|(i, x)| !a[i + 1..].contains(x));
+            let expected = distinct && a.iter().all(item_ok) && (min..=max).contains(&a.len());
+            assert_eq!(accepts(&g, &json!(a)), expected, "{schema}: {}", json!(a));
+        }
+    }
+    // Items that are not few listed values stay refused, with the keyword's pointer.
+    let open = json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}});
+    let e = json_schema_to_grammar(&open, &options()).unwrap_err();
+    assert_eq!(e.errors().next().unwrap().pointer.as_deref(), Some("/uniqueItems"));
+}

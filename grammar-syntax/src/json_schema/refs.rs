@@ -39,6 +39,9 @@ struct Registry {
 /// errors returned by [`canonicalize`], reported when the reference is used.
 const UNRESOLVED: &str = "grammask-error:";
 
+/// The documents, their drafts, and the errors of unresolved references.
+type Canonical<'s> = (Vec<Cow<'s, Value>>, Vec<Dialect>, Vec<Diagnostic>);
+
 /// The documents with every `$ref` rewritten (index 0 is the schema, then the remotes),
 /// the draft of each (a remote document naming none is read in the schema's), and the
 /// errors of the references that could not be resolved. A document is copied only when
@@ -47,7 +50,7 @@ pub(crate) fn canonicalize<'s>(
     schema: &'s Value,
     opts: &'s JsonSchemaOptions,
     dialect: Dialect,
-) -> Result<(Vec<Cow<'s, Value>>, Vec<Dialect>, Vec<Diagnostic>), Diagnostic> {
+) -> Result<Canonical<'s>, Diagnostic> {
     let mut docs = vec![Cow::Borrowed(schema)];
     let mut bases = vec![opts.base_uri.as_deref().map_or(DEFAULT_BASE, strip_fragment).to_string()];
     for (uri, doc) in &opts.remote_documents {

@@ -19,6 +19,9 @@ use std::collections::HashMap;
 /// Largest member expression (IR nodes) copied where an object's member list needs it
 /// more than once; larger ones become rules.
 const MAX_COPIED_MEMBER: usize = 48;
+/// Most sets of distinct items an array with `uniqueItems` may track (a rule per set of
+/// values written so far): enough for 12 values in any number, or 30 values at most 3.
+pub const MAX_UNIQUE_ITEM_SETS: usize = 4_096;
 /// Largest member expression (IR nodes) copied into each rule of an object's members in
 /// any order; past it, what follows the key becomes a rule.
 const MAX_ANY_ORDER_COPIED: usize = 12;
@@ -1934,6 +1937,122 @@ impl<'a> Converter<'a> {
         Ok(Some(vec![(key, value)]))
     }
 
+    /// An array of distinct items (`uniqueItems`) whose item schema `parts` accepts only
+    /// a few listed values: a rule per set of values written so far, each continuing with
+    /// a value not in it. `None` when the values are not listed (or too many sets).
+    fn unique_array(
+        &mut self,
+        parts: &[Sub<'a>],
+        ptr: &str,
+        min: u64,
+        max: Option<u64>,
+        depth: usize,
+    ) -> Result<Option<Expr>, Diagnostic> {
+        static TRUE: Value = Value::Bool(true);
+        static FALSE: Value = Value::Bool(false);
+        static NULL: Value = Value::Null;
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let mut pf = Flat::new(ptr);
+        for s in parts {
+            self.merge(&mut pf, s, depth + 1, &mut Vec::new(), false)?;
+        }
+        let listed: Vec<&'a Value> = match &pf.values {
+            Some(values) => values.clone(),
+            None if pf.types & !(types::BOOLEAN | types::NULL) == 0 => vec![&TRUE, &FALSE, &NULL],
+            None => {
+                // A choice of listed values: `anyOf`/`oneOf` branches each with `enum`/`const`.
+                let Some(g) = pf.groups.first() else { return Ok(None) };
+                let mut values = Vec::new();
+                for b in &g.branches {
+                    let mut bf = Flat::new(&b.ptr);
+                    self.merge(&mut bf, b, depth + 1, &mut Vec::new(), false)?;
+                    let Some(vs) = bf.values else { return Ok(None) };
+                    values.extend(vs);
+                }
+                values
+            }
+        };
+        let mut domain: Vec<&'a Value> = Vec::new();
+        for v in listed {
+            if domain.iter().any(|d| json_equal(d, v)) {
+                continue;
+            }
+            match self.check_value(&pf, v, depth)? {
+                Some(true) => domain.push(v),
+                Some(false) => {}
+                None => return Ok(None),
+            }
+        }
+        let d = domain.len();
+        let most = max.map_or(d, |m| (m as usize).min(d));
+        // Sets of at most `most` of the `d` values.
+        let (mut sets, mut binomial) = (0usize, 1usize);
+        for i in 0..=most {
+            sets = sets.saturating_add(binomial);
+            binomial = binomial.saturating_mul(d - i) / (i + 1);
+        }
+        if d > 63 || sets > MAX_UNIQUE_ITEM_SETS {
+            return Ok(None);
+        }
+        if (d as u64) < min {
+            return Ok(Some(never()));
+        }
+        let w = self.ws();
+        let values: Vec<Expr> =
+            domain.iter().map(|v| Expr::seq(vec![self.literal(v), w.clone()])).collect();
+        // The rule after the set `used` (bits of `domain`), declared on first use.
+        let mut rules: HashMap<u64, crate::ir::RuleId> = HashMap::new();
+        let mut pending: Vec<u64> = Vec::new();
+        type Rules = HashMap<u64, crate::ir::RuleId>;
+        let rule_of = |this: &mut Self, used: u64, rules: &mut Rules, pending: &mut Vec<u64>| {
+            *rules.entry(used).or_insert_with(|| {
+                pending.push(used);
+                let name = this.b.fresh_name("unique-items");
+                this.b.declare(&name)
+            })
+        };
+        let first: Vec<Expr> = (0..if most > 0 { d } else { 0 })
+            .map(|i| {
+                let next = rule_of(self, 1 << i, &mut rules, &mut pending);
+                Expr::seq(vec![values[i].clone(), Expr::Rule(next)])
+            })
+            .collect();
+        let mut done: HashMap<u64, ()> = HashMap::new();
+        while let Some(used) = pending.pop() {
+            if done.insert(used, ()).is_some() {
+                continue;
+            }
+            let n = used.count_ones() as u64;
+            let mut alts = Vec::new();
+            if n >= min {
+                alts.push(Expr::literal("]"));
+            }
+            if (n as usize) < most {
+                for i in (0..d).filter(|i| used & 1 << i == 0) {
+                    let next = rule_of(self, used | 1 << i, &mut rules, &mut pending);
+                    alts.push(Expr::seq(vec![
+                        Expr::literal(","),
+                        w.clone(),
+                        values[i].clone(),
+                        Expr::Rule(next),
+                    ]));
+                }
+            }
+            let id = rules[&used];
+            let body = choice_or_never(alts);
+            self.charge(&body, ptr)?;
+            self.b.define(id, body);
+        }
+        let mut top = Vec::new();
+        if min == 0 {
+            top.push(Expr::literal("]"));
+        }
+        top.extend(first);
+        Ok(Some(Expr::seq(vec![Expr::literal("["), w, choice_or_never(top)])))
+    }
+
     fn array(&mut self, f: &Flat<'a>, depth: usize) -> Result<Expr, Diagnostic> {
         if !f.has_array_constraints() {
             return Ok(self.shared(SharedRule::Array));
@@ -1941,11 +2060,6 @@ impl<'a> Converter<'a> {
         let w = self.ws();
         let mut max = f.max_items;
         let min = f.min_items;
-        if let Some(p) = &f.unique_items {
-            if max.is_none_or(|m| m > 1) {
-                self.unsupported(p.clone(), "uniqueItems is not expressible".into())?;
-            }
-        }
         let k = f.arr_parts.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
         let rest_parts: Vec<Sub<'a>> = {
             let mut r: Vec<Sub<'a>> = f.arr_parts.iter().filter_map(|p| p.rest.clone()).collect();
@@ -1965,6 +2079,24 @@ impl<'a> Converter<'a> {
             }
             r
         };
+        if let Some(p) = &f.unique_items {
+            if max.is_none_or(|m| m > 1) {
+                let plain = k == 0
+                    && f.unevaluated_items.is_none()
+                    && f.contains.iter().all(|c| c.min == 0 && c.max.is_none());
+                if plain {
+                    if let Some(e) = self.unique_array(&rest_parts, &f.ptr, min, max, depth)? {
+                        return Ok(e);
+                    }
+                }
+                self.unsupported(
+                    p.clone(),
+                    format!(
+                        "uniqueItems where the items are not one of at most {MAX_UNIQUE_ITEM_SETS} sets of few listed values (enum, const, boolean, null)"
+                    ),
+                )?;
+            }
+        }
         let mut positions = Vec::new();
         for p in 0..k {
             let parts: Vec<Sub<'a>> = f
