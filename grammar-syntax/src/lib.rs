@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod complement;
 pub mod diagnostic;
 pub mod ir;
 pub mod json_schema;

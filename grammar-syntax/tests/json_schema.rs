@@ -23,8 +23,9 @@ fn errors_name_keyword_and_pointer() {
             "/properties/a/pattern",
         ),
         (json!({"$ref": "#/$defs/missing"}), "/$ref"),
-        (json!({"oneOf": [{"type": "string"}, {"pattern": "^a+b$"}]}), "/oneOf/1/pattern"),
-        (json!({"not": {"pattern": "^a+b$"}}), "/not/pattern"),
+        // Complements past 1,000 automaton states: the 13th character from the end.
+        (json!({"oneOf": [{"type": "string"}, {"pattern": "a[ab]{12}$"}]}), "/oneOf/1/pattern"),
+        (json!({"not": {"pattern": "a[ab]{12}$"}}), "/not/pattern"),
     ];
     for (schema, pointer) in cases {
         let e = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap_err();
@@ -218,6 +219,23 @@ fn properties_follow_order_of_appearance() {
     for (schema, in_order, out_of_order) in cases {
         assert!(accepts(schema.clone(), in_order), "{schema}: {in_order}");
         assert!(!accepts(schema.clone(), out_of_order), "{schema}: {out_of_order}");
+    }
+}
+
+/// `not` of any pattern whose automaton stays small is its complement, exactly.
+#[test]
+fn not_pattern_is_the_complement() {
+    let s = json!({"type": "string", "not": {"pattern": "^[a-z0-9-]+:[a-z0-9.-]+:[a-z0-9-]*:[a-z0-9-]+$"}});
+    for (text, matches) in
+        [("a:b::c", true), ("a:b:x:c", true), ("a:b", false), ("A:b::c", false), ("", false)]
+    {
+        assert_eq!(accepts(s.clone(), &format!("\"{text}\"")), !matches, "{text}");
+    }
+    let s = json!({"type": "string", "not": {"pattern": "^a+b$"}});
+    for (text, ok) in
+        [("ab", false), ("aab", false), ("b", true), ("abb", true), ("\\u0061b", false)]
+    {
+        assert_eq!(accepts(s.clone(), &format!("\"{text}\"")), ok, "{text}");
     }
 }
 

@@ -1134,23 +1134,13 @@ impl<'a> Converter<'a> {
                 && formats.is_empty()
                 && !lengths
                 && excluded.is_empty();
-            let complement = if alone {
-                match crate::regex::regex_complement(p, CharEncoding::JsonString) {
-                    Ok(c) => c,
-                    Err(mut d) => {
-                        d.pointer = Some(ptr.clone());
-                        return Err(d);
-                    }
-                }
-            } else {
-                None
-            };
+            let complement = if alone { self.pattern_complement(p, ptr)? } else { None };
             return match complement {
                 Some(c) => Ok(quoted(c)),
                 None => {
                     self.unsupported(
                         ptr.clone(),
-                        "`not` of this pattern (only class repetitions, prefixes and search patterns of one class have an expressible complement, alone on a string)".into(),
+                        "`not` of this pattern (its complement is expressible alone on a string, within 1,000 automaton states)".into(),
                     )?;
                     Ok(self.shared(SharedRule::String))
                 }
@@ -1756,7 +1746,7 @@ impl<'a> Converter<'a> {
         if !names.is_empty() {
             return Ok(None);
         }
-        let Ok(Some(rest)) = crate::regex::regex_complement(p, CharEncoding::JsonString) else {
+        let Ok(Some(rest)) = self.pattern_complement(p, &s.ptr) else {
             return Ok(None);
         };
         let Ok(matching) = regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) else {
@@ -1935,6 +1925,24 @@ impl<'a> Converter<'a> {
             string_excluding(&refs, any_char)
         };
         Ok(Some(vec![(key, value)]))
+    }
+
+    /// The strings `pattern` (at `ptr`) does not match, as the content of a JSON string:
+    /// a short expression for the shapes [`crate::regex::regex_complement`] knows, else
+    /// rules of the complemented automaton ([`crate::complement`]); `None` past its limits.
+    fn pattern_complement(&mut self, pattern: &str, ptr: &str) -> Result<Option<Expr>, Diagnostic> {
+        let at_ptr = |mut d: Diagnostic| {
+            d.pointer = Some(ptr.to_string());
+            d
+        };
+        if let Some(e) =
+            crate::regex::regex_complement(pattern, CharEncoding::JsonString).map_err(at_ptr)?
+        {
+            return Ok(Some(e));
+        }
+        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let raw = regex_to_ir(pattern, &mut self.b, opts).map_err(at_ptr)?;
+        Ok(crate::complement::complement(&raw, CharEncoding::JsonString, &mut self.b, "pattern"))
     }
 
     /// An array of distinct items (`uniqueItems`) whose item schema `parts` accepts only

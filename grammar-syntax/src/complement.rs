@@ -1,0 +1,284 @@
+//! The complement of a regular expression over characters, as right-linear rules: the
+//! texts a `pattern` does not match, for `not` and for the keys beside `patternProperties`.
+//!
+//! The expression (regular IR: literals, classes, sequences, choices, repetitions) becomes
+//! a character NFA, is determinized over the disjoint character ranges its classes cut the
+//! alphabet into, completed and complemented, pruned to the states that can still accept,
+//! and written as one rule per state: `state ::= "" (when accepting) | class next-state ...`.
+//! Every call is in tail position, so the matcher keeps its stack flat. Characters are
+//! written in the requested [`CharEncoding`] (escapes included in a JSON string).
+//! Past [`MAX_NFA_STATES`] or [`MAX_DFA_STATES`] there is no answer (`None`), never a wrong
+//! one.
+
+use crate::ir::{CharClass, Expr, GrammarBuilder, RuleId};
+use crate::regex::{encode_class, CharEncoding};
+use std::collections::HashMap;
+
+/// Most NFA states the expression may need (bounded repetitions are copied).
+pub const MAX_NFA_STATES: usize = 20_000;
+/// Most DFA states the complement may have.
+pub const MAX_DFA_STATES: usize = 1_000;
+
+/// The end of the code point space, exclusive.
+const END: u32 = 0x11_0000;
+
+#[derive(Default)]
+struct Nfa {
+    eps: Vec<Vec<usize>>,
+    /// Edges on code point ranges (inclusive).
+    edges: Vec<Vec<(u32, u32, usize)>>,
+}
+
+impl Nfa {
+    fn state(&mut self) -> Option<usize> {
+        if self.eps.len() >= MAX_NFA_STATES {
+            return None;
+        }
+        self.eps.push(Vec::new());
+        self.edges.push(Vec::new());
+        Some(self.eps.len() - 1)
+    }
+
+    /// Adds `e` from `from`; returns its end state.
+    fn build(&mut self, e: &Expr, from: usize) -> Option<usize> {
+        Some(match e {
+            Expr::Empty => from,
+            Expr::Bytes(bytes) => {
+                let text = std::str::from_utf8(bytes).ok()?;
+                let mut at = from;
+                for c in text.chars() {
+                    let next = self.state()?;
+                    self.edges[at].push((c as u32, c as u32, next));
+                    at = next;
+                }
+                at
+            }
+            Expr::Class(class) => {
+                let to = self.state()?;
+                for (lo, hi) in class.positive_ranges() {
+                    self.edges[from].push((lo as u32, hi as u32, to));
+                }
+                to
+            }
+            Expr::Seq(items) => {
+                let mut at = from;
+                for item in items {
+                    at = self.build(item, at)?;
+                }
+                at
+            }
+            Expr::Choice(alts) => {
+                let to = self.state()?;
+                for alt in alts {
+                    let start = self.state()?;
+                    self.eps[from].push(start);
+                    let end = self.build(alt, start)?;
+                    self.eps[end].push(to);
+                }
+                to
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut at = from;
+                for _ in 0..*min {
+                    at = self.build(expr, at)?;
+                }
+                match max {
+                    None => {
+                        // at -> loop start -> body -> back; the loop start is the end.
+                        let start = self.state()?;
+                        self.eps[at].push(start);
+                        let end = self.build(expr, start)?;
+                        self.eps[end].push(start);
+                        start
+                    }
+                    Some(max) => {
+                        let to = self.state()?;
+                        for _ in *min..*max {
+                            self.eps[at].push(to);
+                            at = self.build(expr, at)?;
+                        }
+                        self.eps[at].push(to);
+                        to
+                    }
+                }
+            }
+            Expr::Rule(_) | Expr::Tokens(_) | Expr::Text(_) | Expr::ByteRanges(_) => return None,
+        })
+    }
+
+    fn closure(&self, states: &mut Vec<usize>) {
+        let mut i = 0;
+        while i < states.len() {
+            for &n in &self.eps[states[i]] {
+                if !states.contains(&n) {
+                    states.push(n);
+                }
+            }
+            i += 1;
+        }
+        states.sort_unstable();
+        states.dedup();
+    }
+}
+
+/// The texts `e` does not match, as rules added to `b` (named after `name`), in
+/// `encoding`: `None` when `e` is not regular or its automata pass the limits.
+pub fn complement(
+    e: &Expr,
+    encoding: CharEncoding,
+    b: &mut GrammarBuilder,
+    name: &str,
+) -> Option<Expr> {
+    let mut nfa = Nfa::default();
+    let start = nfa.state()?;
+    let accept = nfa.build(e, start)?;
+    // The alphabet cut at every range boundary.
+    let mut cuts = vec![0, END];
+    for edges in &nfa.edges {
+        for &(lo, hi, _) in edges {
+            cuts.push(lo);
+            cuts.push(hi + 1);
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let atoms: Vec<(u32, u32)> = cuts.windows(2).map(|w| (w[0], w[1] - 1)).collect();
+    // Subset construction; the empty set is the dead state, which the complement accepts.
+    let mut first = vec![start];
+    nfa.closure(&mut first);
+    let mut index: HashMap<Vec<usize>, usize> = HashMap::new();
+    let mut sets = vec![first.clone()];
+    index.insert(first, 0);
+    let mut delta: Vec<Vec<usize>> = Vec::new();
+    let mut i = 0;
+    while i < sets.len() {
+        let set = sets[i].clone();
+        let edges: Vec<(u32, u32, usize)> =
+            set.iter().flat_map(|&s| nfa.edges[s].iter().copied()).collect();
+        let mut row = Vec::with_capacity(atoms.len());
+        for &(lo, _) in &atoms {
+            let mut next: Vec<usize> =
+                edges.iter().filter(|&&(a, z, _)| a <= lo && lo <= z).map(|e| e.2).collect();
+            nfa.closure(&mut next);
+            let id = match index.get(&next) {
+                Some(&id) => id,
+                None => {
+                    if sets.len() >= MAX_DFA_STATES {
+                        return None;
+                    }
+                    sets.push(next.clone());
+                    index.insert(next, sets.len() - 1);
+                    sets.len() - 1
+                }
+            };
+            row.push(id);
+        }
+        delta.push(row);
+        i += 1;
+    }
+    let accepting: Vec<bool> = sets.iter().map(|s| !s.contains(&accept)).collect();
+    // The states that can still reach an accepting one.
+    let n = sets.len();
+    let mut live: Vec<bool> = accepting.clone();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for s in 0..n {
+            if !live[s] && delta[s].iter().any(|&t| live[t]) {
+                live[s] = true;
+                changed = true;
+            }
+        }
+    }
+    if !live[0] {
+        return Some(crate::regex::never());
+    }
+    let ids: Vec<Option<RuleId>> = (0..n)
+        .map(|s| {
+            live[s].then(|| {
+                let fresh = b.fresh_name(&format!("{name}-not"));
+                b.declare(&fresh)
+            })
+        })
+        .collect();
+    for s in (0..n).filter(|&s| live[s]) {
+        // Ranges by target, in order.
+        let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
+        for (a, &t) in delta[s].iter().enumerate() {
+            if !live[t] {
+                continue;
+            }
+            let ranges = scalar_ranges(atoms[a]);
+            match by_target.iter_mut().find(|(x, _)| *x == t) {
+                Some((_, r)) => r.extend(ranges),
+                None => by_target.push((t, ranges)),
+            }
+        }
+        let mut alts = Vec::new();
+        if accepting[s] {
+            alts.push(Expr::Empty);
+        }
+        for (t, ranges) in by_target {
+            if ranges.is_empty() {
+                continue;
+            }
+            let class = encode_class(&CharClass::new(false, ranges), encoding);
+            alts.push(Expr::Seq(vec![class, Expr::Rule(ids[t]?)]));
+        }
+        b.define(ids[s]?, Expr::choice(alts));
+    }
+    Some(Expr::Rule(ids[0]?))
+}
+
+/// The characters of a code point range (surrogates left out).
+fn scalar_ranges((lo, hi): (u32, u32)) -> Vec<(char, char)> {
+    let mut out = Vec::new();
+    for (a, z) in [(lo, hi.min(0xd7ff)), (lo.max(0xe000), hi)] {
+        if a <= z {
+            if let (Some(a), Some(z)) = (char::from_u32(a), char::from_u32(z)) {
+                out.push((a, z));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json_schema::matcher::ReferenceMatcher;
+    use crate::regex::{regex_to_ir, RegexOptions};
+
+    fn complement_of(pattern: &str) -> crate::ir::Grammar {
+        let mut b = GrammarBuilder::new();
+        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let e = regex_to_ir(pattern, &mut b, opts).unwrap();
+        let c = complement(&e, CharEncoding::Raw, &mut b, "p").unwrap();
+        let root = b.declare("root");
+        b.define(root, c);
+        b.finish(root).unwrap()
+    }
+
+    #[test]
+    fn complements_are_exact() {
+        let texts = ["", "a", "ab", "abc", "a:b", "a:b:c", "x-1", "é", ":", "aa:bb:cc:dd", "12"];
+        for pattern in ["^[a-z]+:[a-z]+$", "a.c", "^(ab|c)*$", "[0-9]{2}", "^$", "b", "^a?$"] {
+            let g = complement_of(pattern);
+            let re = regex_lite_search(pattern);
+            for t in texts {
+                assert_eq!(ReferenceMatcher::new(&g).matches(t), !re(t), "{pattern} on {t:?}");
+            }
+        }
+    }
+
+    /// A search with the same pattern through the converter's own (positive) lowering.
+    fn regex_lite_search(pattern: &str) -> impl Fn(&str) -> bool {
+        let mut b = GrammarBuilder::new();
+        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let e = regex_to_ir(pattern, &mut b, opts).unwrap();
+        let root = b.declare("root");
+        b.define(root, e);
+        let g = b.finish(root).unwrap();
+        move |t: &str| ReferenceMatcher::new(&g).matches(t)
+    }
+}
