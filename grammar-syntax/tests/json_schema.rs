@@ -239,6 +239,17 @@ fn not_pattern_is_the_complement() {
     }
 }
 
+/// `not` of a format with a regular grammar is the complement of that grammar.
+#[test]
+fn not_format_is_the_complement() {
+    let s = json!({"not": {"format": "date"}});
+    for (text, ok) in
+        [(r#""2020-01-31""#, false), (r#""2020-13-01""#, true), (r#""x""#, true), ("5", false)]
+    {
+        assert_eq!(accepts(s.clone(), text), ok, "{text}");
+    }
+}
+
 /// A draft named by `$schema` or by the options is read as its specification writes it.
 #[test]
 fn each_draft_reads_its_own_keywords() {

@@ -73,9 +73,15 @@ impl<'a> Converter<'a> {
             out.push(Failure::Exclude(vs.clone()));
         }
         // Strings.
-        let formats = self.opts.format == FormatMode::Assert && !nf.formats.is_empty();
-        if formats || !nf.not_patterns.is_empty() {
+        if !nf.not_patterns.is_empty() {
             return None;
+        }
+        if self.opts.format == FormatMode::Assert {
+            // A format fails with the complement of its regex, where it has one.
+            for (name, ptr) in &nf.formats {
+                let regex = super::formats::regex_for(name)?;
+                out.push(Failure::NotPattern(format!("^(?:{regex})$"), ptr.clone()));
+            }
         }
         for (p, ptr) in &nf.patterns {
             out.push(Failure::NotPattern(p.clone(), ptr.clone()));
