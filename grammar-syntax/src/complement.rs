@@ -1,10 +1,12 @@
-//! The complement of a regular expression over characters, as right-linear rules: the
-//! texts a `pattern` does not match, for `not` and for the keys beside `patternProperties`.
+//! Boolean combinations of regular expressions over characters (the complement of one,
+//! one minus others), as right-linear rules: the texts a `pattern` does not match, for
+//! `not`, and the keys beside `patternProperties` that are not listed properties.
 //!
-//! The expression (regular IR: literals, classes, sequences, choices, repetitions) becomes
-//! a character NFA, is determinized over the disjoint character ranges its classes cut the
-//! alphabet into, completed and complemented, pruned to the states that can still accept,
-//! and written as one rule per state: `state ::= "" (when accepting) | class next-state ...`.
+//! The expressions (regular IR: literals, classes, sequences, choices, repetitions) become
+//! one character NFA, determinized over the disjoint character ranges their classes cut
+//! the alphabet into (a DFA state knows which expressions accept), completed, pruned to
+//! the states that can still accept the combination, and written as one rule per state:
+//! `state ::= "" (when accepting) | class next-state ...`.
 //! Every call is in tail position, so the matcher keeps its stack flat. Characters are
 //! written in the requested [`CharEncoding`] (escapes included in a JSON string).
 //! Past [`MAX_NFA_STATES`] or [`MAX_DFA_STATES`] there is no answer (`None`), never a wrong
@@ -129,9 +131,26 @@ pub fn complement(
     b: &mut GrammarBuilder,
     name: &str,
 ) -> Option<Expr> {
+    combination(std::slice::from_ref(e), |m| !m[0], encoding, b, name)
+}
+
+/// The texts `accepts` says yes to, given which of `exprs` match each (in order), as rules
+/// added to `b`: `None` when an expression is not regular or the automata pass the limits.
+pub fn combination(
+    exprs: &[Expr],
+    accepts: impl Fn(&[bool]) -> bool,
+    encoding: CharEncoding,
+    b: &mut GrammarBuilder,
+    name: &str,
+) -> Option<Expr> {
     let mut nfa = Nfa::default();
     let start = nfa.state()?;
-    let accept = nfa.build(e, start)?;
+    let mut ends = Vec::new();
+    for e in exprs {
+        let own = nfa.state()?;
+        nfa.eps[start].push(own);
+        ends.push(nfa.build(e, own)?);
+    }
     // The alphabet cut at every range boundary.
     let mut cuts = vec![0, END];
     for edges in &nfa.edges {
@@ -176,7 +195,10 @@ pub fn complement(
         delta.push(row);
         i += 1;
     }
-    let accepting: Vec<bool> = sets.iter().map(|s| !s.contains(&accept)).collect();
+    let accepting: Vec<bool> = sets
+        .iter()
+        .map(|s| accepts(&ends.iter().map(|e| s.contains(e)).collect::<Vec<bool>>()))
+        .collect();
     // The states that can still reach an accepting one.
     let n = sets.len();
     let mut live: Vec<bool> = accepting.clone();

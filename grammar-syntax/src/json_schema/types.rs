@@ -1323,14 +1323,12 @@ impl<'a> Converter<'a> {
         let mut parts = Vec::new();
         let mut evaluated = false;
         for part in &f.obj_parts {
+            // `properties` and every matching `patternProperties` apply together;
+            // `additionalProperties` only when neither does.
             let props: Vec<&Sub<'a>> =
                 part.props.iter().filter(|(n, _)| n == name).map(|(_, s)| s).collect();
-            if !props.is_empty() {
-                parts.extend(props.into_iter().cloned());
-                evaluated = true;
-                continue;
-            }
-            let mut matched = false;
+            let mut matched = !props.is_empty();
+            parts.extend(props.into_iter().cloned());
             for (p, s) in &part.patterns {
                 let mut b = crate::ir::GrammarBuilder::new();
                 let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
@@ -1743,14 +1741,30 @@ impl<'a> Converter<'a> {
         depth: usize,
     ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
         let [(p, s)] = patterns else { return Ok(None) };
-        if !names.is_empty() {
-            return Ok(None);
-        }
-        let Ok(Some(rest)) = self.pattern_complement(p, &s.ptr) else {
-            return Ok(None);
-        };
-        let Ok(matching) = regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) else {
-            return Ok(None);
+        let (rest, matching) = if names.is_empty() {
+            let Ok(Some(rest)) = self.pattern_complement(p, &s.ptr) else {
+                return Ok(None);
+            };
+            let opts = RegexOptions::json_schema_pattern();
+            let Ok(matching) = regex_to_ir(p, &mut self.b, opts) else { return Ok(None) };
+            (rest, matching)
+        } else {
+            // Keys other than the listed names: those the pattern matches, and the rest.
+            let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+            let Ok(raw) = regex_to_ir(p, &mut self.b, opts) else { return Ok(None) };
+            let listed = Expr::choice(names.iter().map(|n| Expr::literal(n)).collect());
+            let exprs = [raw, listed];
+            let enc = CharEncoding::JsonString;
+            let split = |m: &[bool], matched: bool| m[0] == matched && !m[1];
+            use crate::complement::combination;
+            let b = &mut self.b;
+            let Some(matching) = combination(&exprs, |m| split(m, true), enc, b, "pattern") else {
+                return Ok(None);
+            };
+            let Some(rest) = combination(&exprs, |m| split(m, false), enc, b, "pattern") else {
+                return Ok(None);
+            };
+            (rest, matching)
         };
         let mut pairs = Vec::new();
         let mut value_parts = vec![s.clone()];
@@ -1841,20 +1855,17 @@ impl<'a> Converter<'a> {
             .collect();
         let own = part.additional.clone().or(fallback);
         let patterns = part.patterns.clone();
-        // A listed name matching a pattern could also be written as an additional key.
-        for name in names {
-            for (p, _) in &patterns {
-                let mut b = crate::ir::GrammarBuilder::new();
-                let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-                if let Ok(e) = regex_to_ir(p, &mut b, opts) {
-                    if self.matches(e, name) {
-                        self.unsupported(
-                            pptr.clone(),
-                            format!("property `{name}` also matches patternProperties `{p}`"),
-                        )?;
-                    }
-                }
-            }
+        // The listed names a pattern matches, which its keys must leave out (the names
+        // are written as listed properties).
+        let mut shadowed: Vec<Vec<String>> = Vec::new();
+        for (p, _) in &patterns {
+            let mut b = crate::ir::GrammarBuilder::new();
+            let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+            let matched = match regex_to_ir(p, &mut b, opts) {
+                Ok(e) => names.iter().filter(|n| self.matches(e.clone(), n)).cloned().collect(),
+                Err(_) => Vec::new(),
+            };
+            shadowed.push(matched);
         }
         let own_false = own.as_ref().is_some_and(Sub::is_false);
         if own_false {
@@ -1867,9 +1878,35 @@ impl<'a> Converter<'a> {
                 )?;
             }
             let mut alts = Vec::new();
-            for (p, s) in &patterns {
+            for ((p, s), listed) in patterns.iter().zip(&shadowed) {
                 let key = match regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) {
-                    Ok(e) => quoted(e),
+                    Ok(e) if listed.is_empty() => quoted(e),
+                    Ok(_) => {
+                        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+                        let raw = regex_to_ir(p, &mut self.b, opts)?;
+                        let names = Expr::choice(listed.iter().map(|n| Expr::literal(n)).collect());
+                        let enc = CharEncoding::JsonString;
+                        let b = &mut self.b;
+                        match crate::complement::combination(
+                            &[raw, names],
+                            |m| m[0] && !m[1],
+                            enc,
+                            b,
+                            "pattern",
+                        ) {
+                            Some(e) => quoted(e),
+                            None => {
+                                self.unsupported(
+                                    pptr.clone(),
+                                    format!(
+                                        "property `{}` also matches patternProperties `{p}`",
+                                        listed[0]
+                                    ),
+                                )?;
+                                continue;
+                            }
+                        }
+                    }
                     Err(d) => {
                         let d = Diagnostic {
                             pointer: Some(format!("{pptr}/{}", super::refs::escape_token(p))),
