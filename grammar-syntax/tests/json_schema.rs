@@ -250,6 +250,28 @@ fn not_format_is_the_complement() {
     }
 }
 
+/// Several patterns, lengths over several variable parts and `not` patterns on one string
+/// compile to the automaton of them all, exactly.
+#[test]
+fn string_keywords_combine() {
+    let urn = "^([a-z0-9-]+):([a-z0-9.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$";
+    let cases = [
+        (json!({"type": "string", "pattern": urn, "maxLength": 9}), "ab:c.d::e", true),
+        (json!({"type": "string", "pattern": urn, "maxLength": 9}), "ab:c.d::ef", false),
+        (json!({"type": "string", "pattern": urn, "minLength": 8}), "a:b::c", false),
+        (json!({"type": "string", "allOf": [{"pattern": "^a"}, {"pattern": "z$"}]}), "abcz", true),
+        (json!({"type": "string", "allOf": [{"pattern": "^a"}, {"pattern": "z$"}]}), "abc", false),
+        (json!({"type": "string", "pattern": "^[a-z]+$", "not": {"pattern": "^ab"}}), "abc", false),
+        (json!({"type": "string", "pattern": "^[a-z]+$", "not": {"pattern": "^ab"}}), "bac", true),
+        (json!({"type": "string", "format": "ipv4", "maxLength": 9}), "1.2.3.45", true),
+        (json!({"type": "string", "format": "ipv4", "maxLength": 9}), "10.20.30.4", false),
+        (json!({"type": "string", "format": "ipv4", "maxLength": 9}), "10.20.3.4", true),
+    ];
+    for (schema, text, expected) in cases {
+        assert_eq!(accepts(schema.clone(), &format!("\"{text}\"")), expected, "{schema}: {text}");
+    }
+}
+
 /// A draft named by `$schema` or by the options is read as its specification writes it.
 #[test]
 fn each_draft_reads_its_own_keywords() {

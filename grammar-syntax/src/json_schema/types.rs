@@ -1134,7 +1134,13 @@ impl<'a> Converter<'a> {
                 && formats.is_empty()
                 && !lengths
                 && excluded.is_empty();
-            let complement = if alone { self.pattern_complement(p, ptr)? } else { None };
+            let complement = if alone {
+                self.pattern_complement(p, ptr)?
+            } else if excluded.is_empty() {
+                self.string_combination(f, &formats)?
+            } else {
+                None
+            };
             return match complement {
                 Some(c) => Ok(quoted(c)),
                 None => {
@@ -1200,6 +1206,9 @@ impl<'a> Converter<'a> {
                 }
             },
             _ => {
+                if let Some(e) = self.string_combination(f, &formats)? {
+                    return Ok(quoted(e));
+                }
                 let ptr = f
                     .patterns
                     .first()
@@ -1227,6 +1236,11 @@ impl<'a> Converter<'a> {
         match crate::regex::regex_to_ir_with_length(pattern, opts, f.min_length, f.max_length) {
             Ok(Some(e)) => Ok(quoted(e)),
             Ok(None) => {
+                let formats: Vec<(String, String)> = f.formats.clone();
+                let formats = if whole { formats } else { Vec::new() };
+                if let Some(e) = self.string_combination(f, &formats)? {
+                    return Ok(quoted(e));
+                }
                 self.unsupported(
                     ptr.to_string(),
                     "minLength/maxLength together with a pattern or format whose several variable-length parts they would constrain".into(),
@@ -1962,6 +1976,47 @@ impl<'a> Converter<'a> {
             string_excluding(&refs, any_char)
         };
         Ok(Some(vec![(key, value)]))
+    }
+
+    /// The content of a string meeting every pattern, format and length of `f` and no `not`
+    /// pattern, from
+    /// one automaton of them all ([`crate::complement::combination`]): `None` when a
+    /// format has no regular grammar or the automaton passes its limits.
+    fn string_combination(
+        &mut self,
+        f: &Flat<'a>,
+        formats: &[(String, String)],
+    ) -> Result<Option<Expr>, Diagnostic> {
+        let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let mut exprs = Vec::new();
+        for (p, ptr) in &f.patterns {
+            exprs.push(self.raw_pattern(p, ptr, raw)?);
+        }
+        for (name, ptr) in formats {
+            let Some(regex) = super::formats::regex_for(name) else { return Ok(None) };
+            let whole = RegexOptions { whole_match: true, ..raw };
+            exprs.push(self.raw_pattern(&regex, ptr, whole)?);
+        }
+        if f.min_length > 0 || f.max_length.is_some() {
+            let any = Expr::Class(CharClass::any());
+            exprs.push(Expr::repeat(any, count32(f.min_length), f.max_length.map(count32)));
+        }
+        let positive = exprs.len();
+        for (p, ptr) in &f.not_patterns {
+            exprs.push(self.raw_pattern(p, ptr, raw)?);
+        }
+        let accepts =
+            |m: &[bool]| m[..positive].iter().all(|&x| x) && !m[positive..].iter().any(|&x| x);
+        let enc = CharEncoding::JsonString;
+        Ok(crate::complement::combination(&exprs, accepts, enc, &mut self.b, "string"))
+    }
+
+    /// A pattern as a regular expression over raw characters, errors at `ptr`.
+    fn raw_pattern(&mut self, p: &str, ptr: &str, opts: RegexOptions) -> Result<Expr, Diagnostic> {
+        regex_to_ir(p, &mut self.b, opts).map_err(|mut d| {
+            d.pointer = Some(ptr.to_string());
+            d
+        })
     }
 
     /// The strings `pattern` (at `ptr`) does not match, as the content of a JSON string:
