@@ -144,3 +144,18 @@ fn remote_references_come_from_ref_and_ref_dir() {
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
     }
 }
+
+/// `--draft`: the draft of a schema whose `$schema` names none (draft 4 has no `const`,
+/// so it is ignored there); a name that is no draft is a usage error.
+#[test]
+fn draft_names_the_draft_of_a_schema_without_schema() {
+    let schema = support::temp_file("cli-draft", "const.json", r#"{"const": 1}"#);
+    let two = support::temp_file("cli-draft", "two.json", "2");
+    let (schema, two) = (schema.to_str().unwrap(), two.to_str().unwrap());
+    let out = grammask(&["match", schema, two], None);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let out = grammask(&["match", schema, two, "--draft", "4"], None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = grammask(&["match", schema, two, "--draft", "3"], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
