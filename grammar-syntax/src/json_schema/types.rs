@@ -1236,9 +1236,8 @@ impl<'a> Converter<'a> {
         match crate::regex::regex_to_ir_with_length(pattern, opts, f.min_length, f.max_length) {
             Ok(Some(e)) => Ok(quoted(e)),
             Ok(None) => {
-                let formats: Vec<(String, String)> = f.formats.clone();
-                let formats = if whole { formats } else { Vec::new() };
-                if let Some(e) = self.string_combination(f, &formats)? {
+                let formats = if whole { f.formats.as_slice() } else { &[] };
+                if let Some(e) = self.string_combination(f, formats)? {
                     return Ok(quoted(e));
                 }
                 self.unsupported(
@@ -1764,18 +1763,10 @@ impl<'a> Converter<'a> {
             (rest, matching)
         } else {
             // Keys other than the listed names: those the pattern matches, and the rest.
-            let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-            let Ok(raw) = regex_to_ir(p, &mut self.b, opts) else { return Ok(None) };
-            let listed = Expr::choice(names.iter().map(|n| Expr::literal(n)).collect());
-            let exprs = [raw, listed];
-            let enc = CharEncoding::JsonString;
-            let split = |m: &[bool], matched: bool| m[0] == matched && !m[1];
-            use crate::complement::combination;
-            let b = &mut self.b;
-            let Some(matching) = combination(&exprs, |m| split(m, true), enc, b, "pattern") else {
+            let Ok(Some(matching)) = self.keys_besides(p, &s.ptr, names, true) else {
                 return Ok(None);
             };
-            let Some(rest) = combination(&exprs, |m| split(m, false), enc, b, "pattern") else {
+            let Ok(Some(rest)) = self.keys_besides(p, &s.ptr, names, false) else {
                 return Ok(None);
             };
             (rest, matching)
@@ -1895,32 +1886,19 @@ impl<'a> Converter<'a> {
             for ((p, s), listed) in patterns.iter().zip(&shadowed) {
                 let key = match regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) {
                     Ok(e) if listed.is_empty() => quoted(e),
-                    Ok(_) => {
-                        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-                        let raw = regex_to_ir(p, &mut self.b, opts)?;
-                        let names = Expr::choice(listed.iter().map(|n| Expr::literal(n)).collect());
-                        let enc = CharEncoding::JsonString;
-                        let b = &mut self.b;
-                        match crate::complement::combination(
-                            &[raw, names],
-                            |m| m[0] && !m[1],
-                            enc,
-                            b,
-                            "pattern",
-                        ) {
-                            Some(e) => quoted(e),
-                            None => {
-                                self.unsupported(
-                                    pptr.clone(),
-                                    format!(
-                                        "property `{}` also matches patternProperties `{p}`",
-                                        listed[0]
-                                    ),
-                                )?;
-                                continue;
-                            }
+                    Ok(_) => match self.keys_besides(p, &pptr, listed, true)? {
+                        Some(e) => quoted(e),
+                        None => {
+                            self.unsupported(
+                                pptr.clone(),
+                                format!(
+                                    "property `{}` also matches patternProperties `{p}`",
+                                    listed[0]
+                                ),
+                            )?;
+                            continue;
                         }
-                    }
+                    },
                     Err(d) => {
                         let d = Diagnostic {
                             pointer: Some(format!("{pptr}/{}", super::refs::escape_token(p))),
@@ -1979,9 +1957,8 @@ impl<'a> Converter<'a> {
     }
 
     /// The content of a string meeting every pattern, format and length of `f` and no `not`
-    /// pattern, from
-    /// one automaton of them all ([`crate::complement::combination`]): `None` when a
-    /// format has no regular grammar or the automaton passes its limits.
+    /// pattern, from one automaton of them all ([`crate::complement::combination`]): `None`
+    /// when a format has no regular grammar or the automaton passes its limits.
     fn string_combination(
         &mut self,
         f: &Flat<'a>,
@@ -2011,6 +1988,25 @@ impl<'a> Converter<'a> {
         Ok(crate::complement::combination(&exprs, accepts, enc, &mut self.b, "string"))
     }
 
+    /// The keys other than `names` that `pattern` (at `ptr`) matches (`matched`) or does
+    /// not match, as the content of a JSON string: `None` past the automaton's limits.
+    fn keys_besides(
+        &mut self,
+        pattern: &str,
+        ptr: &str,
+        names: &[String],
+        matched: bool,
+    ) -> Result<Option<Expr>, Diagnostic> {
+        let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let exprs = [
+            self.raw_pattern(pattern, ptr, raw)?,
+            Expr::choice(names.iter().map(|n| Expr::literal(n)).collect()),
+        ];
+        let accepts = |m: &[bool]| m[0] == matched && !m[1];
+        let enc = CharEncoding::JsonString;
+        Ok(crate::complement::combination(&exprs, accepts, enc, &mut self.b, "pattern"))
+    }
+
     /// A pattern as a regular expression over raw characters, errors at `ptr`.
     fn raw_pattern(&mut self, p: &str, ptr: &str, opts: RegexOptions) -> Result<Expr, Diagnostic> {
         regex_to_ir(p, &mut self.b, opts).map_err(|mut d| {
@@ -2033,7 +2029,7 @@ impl<'a> Converter<'a> {
             return Ok(Some(e));
         }
         let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-        let raw = regex_to_ir(pattern, &mut self.b, opts).map_err(at_ptr)?;
+        let raw = self.raw_pattern(pattern, ptr, opts)?;
         Ok(crate::complement::complement(&raw, CharEncoding::JsonString, &mut self.b, "pattern"))
     }
 
