@@ -8,6 +8,7 @@
 //! - [`deadline`]: the compile time budget, checked cooperatively.
 //! - `cache`: [`GrammarCache`], compiled grammars by source and settings, memory-bounded.
 //! - [`matcher`]: [`Matcher`], the pushdown matcher with persistent stacks.
+//! - [`fields`]: how sure the model was of each value of a generated JSON document.
 //! - `mask`: the token walk behind [`Matcher::fill_next_token_bitmask`].
 //!
 //! Lookahead assertions of EBNF rules are accepted and not enforced: the matcher treats a
@@ -20,6 +21,7 @@ mod cache;
 pub mod compiler;
 pub mod deadline;
 pub mod error;
+pub mod fields;
 mod follow;
 pub mod ids;
 mod mask;
