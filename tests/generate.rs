@@ -12,12 +12,17 @@ const PROMPT: &str = "Extract the incident as JSON: the billing service had a hi
                       outage that lasted 30 minutes.";
 
 fn generate(max_tokens: usize) -> serde_json::Value {
+    generate_with(max_tokens, &[])
+}
+
+fn generate_with(max_tokens: usize, extra: &[&str]) -> serde_json::Value {
     let model = grammask_model::fetch::default_model()
         .unwrap_or_else(|e| panic!("the default model is needed and could not be fetched: {e}"));
     let out = Command::new(env!("CARGO_BIN_EXE_grammask"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["generate", "--schema", SCHEMA, "--json", "--max-tokens"])
         .arg(max_tokens.to_string())
+        .args(extra)
         .arg("--model")
         .arg(&model)
         .arg(PROMPT)
@@ -46,6 +51,47 @@ fn constrained_generation_matches_the_schema_and_says_why_it_stopped() {
     assert_eq!(cut["stop"], "max_tokens", "{cut}");
     assert_eq!(cut["tokens"], 4);
     assert_eq!(cut["matches"], false, "{cut}");
+}
+
+/// `"fields"`: every value of the answer, by its pointer, with probabilities that are
+/// probabilities; the enums' runners-up are other members of their enum.
+#[test]
+fn fields_report_each_value_and_the_models_confidence() {
+    let done = generate_with(64, &["--min-confidence", "0.9"]);
+    let answer: serde_json::Value = serde_json::from_str(done["text"].as_str().unwrap()).unwrap();
+    let fields = done["fields"].as_array().expect("fields");
+    let pointers: Vec<&str> = fields.iter().map(|f| f["pointer"].as_str().unwrap()).collect();
+    assert_eq!(pointers, ["/service", "/severity", "/minutes"], "{done}");
+    let enums = [
+        ("/service", &["auth", "billing", "search", "storage", "notifications", "payments"][..]),
+        ("/severity", &["low", "medium", "high", "critical"][..]),
+    ];
+    for f in fields {
+        let pointer = f["pointer"].as_str().unwrap();
+        assert_eq!(answer.pointer(pointer), Some(&f["value"]), "{f}");
+        for key in ["p_chosen", "mass_removed"] {
+            let p = f[key].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&p), "{f}");
+        }
+        match enums.iter().find(|e| e.0 == pointer) {
+            Some((_, members)) => {
+                let runner_up = f["runner_up"].as_str().expect("an enum has a runner-up");
+                assert!(members.contains(&runner_up) && f["runner_up"] != f["value"], "{f}");
+                let p = f["p_runner_up"].as_f64().unwrap();
+                // Leaving the chosen value's path is less likely than the rest of it.
+                assert!((0.0..=1.0 - f["p_chosen"].as_f64().unwrap() + 1e-9).contains(&p), "{f}");
+            }
+            None => assert!(f["runner_up"].is_null() && f["p_runner_up"].is_null(), "{f}"),
+        }
+    }
+    let flagged: Vec<&str> = fields
+        .iter()
+        .filter(|f| f["p_chosen"].as_f64().unwrap() < 0.9)
+        .map(|f| f["pointer"].as_str().unwrap())
+        .collect();
+    let listed: Vec<&str> =
+        done["flagged"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert_eq!(listed, flagged);
 }
 
 /// `grammask generate --tools ... --json` with the default model.

@@ -7,6 +7,7 @@ use crate::Error;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
+use grammask_engine::fields::{Field, FieldRecorder, StepDistribution};
 use grammask_engine::{CompiledGrammar, Matcher};
 use grammask_tokenset::{bitmask_len, Vocabulary};
 use std::path::Path;
@@ -39,11 +40,18 @@ pub struct GenerateOptions {
     pub top_p: f32,
     /// The sampler's seed.
     pub seed: u64,
+    /// Under a grammar, record how sure the model was of each JSON value it wrote
+    /// ([`Generation::fields`]).
+    pub record_fields: bool,
+    /// With `record_fields` and no grammar constraining the run: a grammar followed (never
+    /// applied) to read the values, for as long as the text stays in it. Probabilities are
+    /// then the unmasked model's.
+    pub follow: Option<Arc<CompiledGrammar>>,
 }
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        GenerateOptions { max_tokens: 256, temperature: 0.0, top_p: 1.0, seed: 0 }
+        GenerateOptions { max_tokens: 256, temperature: 0.0, top_p: 1.0, seed: 0, record_fields: false, follow: None }
     }
 }
 
@@ -86,6 +94,9 @@ pub struct Generation {
     pub mask_ms: f64,
     /// Whether a grammar constrained the run and it accepted every token and the end.
     pub grammar_complete: bool,
+    /// With [`GenerateOptions::record_fields`]: each JSON value written and the model's
+    /// confidence in it, in order.
+    pub fields: Vec<Field>,
 }
 
 impl Generation {
@@ -222,19 +233,46 @@ impl Model {
             decode_ms: 0.0,
             mask_ms: 0.0,
             grammar_complete: false,
+            fields: Vec::new(),
         };
+        let mut recorder = options.record_fields.then(FieldRecorder::new);
+        // Without a grammar, the values are read with the followed one, unmasked.
+        let mut follower = match (&matcher, &options.follow) {
+            (None, Some(g)) if recorder.is_some() => Some(Matcher::new(g.clone())),
+            (None, _) => {
+                recorder = None;
+                None
+            }
+            _ => None,
+        };
+        let mut fields = Vec::new();
+        let mut raw = Vec::new();
         let mut logits = prefilled.logits.clone();
         let mut pos = prefilled.pos;
         while out.tokens.len() < options.max_tokens {
             if let Some(m) = matcher.as_ref() {
                 let t = Instant::now();
                 m.fill_next_token_bitmask(&mut mask).map_err(|e| Error::Grammar(e.to_string()))?;
+                if recorder.is_some() {
+                    raw.clone_from(&logits);
+                }
                 apply_mask(&mut logits, &mask);
                 out.mask_ms += t.elapsed().as_secs_f64() * 1e3;
             }
             let id = sampler
                 .sample(&logits)
                 .ok_or_else(|| Error::Model("no token is allowed (every logit is -inf)".into()))?;
+            if let (Some(r), Some(m)) = (recorder.as_mut(), matcher.as_ref()) {
+                r.observe(m, &StepDistribution::from_logits(&raw, &mask, id));
+            }
+            if let (Some(r), Some(f)) = (recorder.as_mut(), follower.as_mut()) {
+                r.observe(f, &StepDistribution::unmasked(&logits, id));
+                if f.accept_token(id).is_err() {
+                    // The text left the followed grammar: the values so far stand.
+                    fields = recorder.take().map(FieldRecorder::finish).unwrap_or_default();
+                    follower = None;
+                }
+            }
             if let Some(m) = matcher.as_mut() {
                 let t = Instant::now();
                 m.accept_token(id).map_err(|e| Error::Grammar(e.to_string()))?;
@@ -257,6 +295,7 @@ impl Model {
             pos += 1;
         }
         out.grammar_complete = matcher.is_some_and(|m| m.is_terminated());
+        out.fields = recorder.map(FieldRecorder::finish).unwrap_or(fields);
         Ok(out)
     }
 }

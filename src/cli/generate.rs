@@ -76,9 +76,14 @@ pub struct GenerateArgs {
     /// Do not mask the logits (the grammar is still used to tell whether the output matches).
     #[arg(long)]
     pub no_constraint: bool,
-    /// Print one JSON object instead of the text and the summary.
+    /// Print one JSON object instead of the text and the summary. Under a grammar it has
+    /// `"fields"`: each JSON value written with the model's confidence in it.
     #[arg(long)]
     pub json: bool,
+    /// Mark the values whose `p_chosen` is below P (in the summary, and as `"flagged"`
+    /// pointers in `--json`).
+    #[arg(long, value_name = "P")]
+    pub min_confidence: Option<f64>,
 }
 
 /// The tools of `--tools` and their options.
@@ -145,6 +150,10 @@ fn matches(grammar: &Grammar, text: &[u8]) -> bool {
 
 /// Runs `grammask generate`; returns the exit code.
 pub fn run(args: &GenerateArgs) -> i32 {
+    if let Some(p) = args.min_confidence.filter(|p| !(0.0..=1.0).contains(p)) {
+        eprintln!("grammask: --min-confidence {p}: a probability is between 0 and 1");
+        return EXIT_USAGE;
+    }
     let loaded = match &args.tools {
         Some(path) => load_tools(args, path).map(|(g, n, t)| (g, n, Some(t))),
         None => load(args).map(|(g, n)| (g, n, None)),
@@ -195,6 +204,9 @@ pub fn run(args: &GenerateArgs) -> i32 {
         temperature: args.temperature,
         top_p: args.top_p,
         seed: args.seed,
+        record_fields: true,
+        // Unconstrained, the values are read while the text follows the grammar.
+        follow: args.no_constraint.then(|| compiled.clone()),
     };
     let constraint = (!args.no_constraint).then_some(&compiled);
     let stream = !args.json;
@@ -233,6 +245,10 @@ pub fn run(args: &GenerateArgs) -> i32 {
         if tool_setup.is_some() {
             out["tool_calls"] = serde_json::Value::Array(calls);
         }
+        out["fields"] = generation.fields.iter().map(field_json).collect();
+        if let Some(p) = args.min_confidence {
+            out["flagged"] = flagged(&generation.fields, p).map(|f| f.pointer.clone()).collect();
+        }
         println!("{out}");
         return 0;
     }
@@ -263,6 +279,28 @@ pub fn run(args: &GenerateArgs) -> i32 {
         if args.no_constraint { ", not applied (--no-constraint)" } else { "" }
     );
     eprintln!("matches {name}: {}", if matched { "yes" } else { "no" });
+    if !generation.fields.is_empty() {
+        eprintln!("fields (p_chosen; runner-up; mass removed at the first token):");
+        for f in &generation.fields {
+            let low = args.min_confidence.is_some_and(|p| f.p_chosen < p);
+            let runner_up = match (&f.runner_up, f.p_runner_up) {
+                (Some(r), Some(p)) => format!("; {r} {p:.3}"),
+                _ => String::new(),
+            };
+            eprintln!(
+                "  {} {} = {}  {:.3}{runner_up}; {:.3}",
+                if low { "LOW" } else { "   " },
+                if f.pointer.is_empty() { "(document)" } else { &f.pointer },
+                f.value,
+                f.p_chosen,
+                f.mass_removed
+            );
+        }
+        if let Some(p) = args.min_confidence {
+            let n = flagged(&generation.fields, p).count();
+            eprintln!("{n} of {} values below --min-confidence {p}", generation.fields.len());
+        }
+    }
     if tool_setup.is_some() {
         eprintln!("tool calls: {}", calls.len());
         for call in &calls {
@@ -270,6 +308,29 @@ pub fn run(args: &GenerateArgs) -> i32 {
         }
     }
     0
+}
+
+/// A value's confidence as `--json` writes it: `value` and `runner_up` as JSON values.
+pub fn field_json(f: &grammask::engine::fields::Field) -> serde_json::Value {
+    let value = |text: &str| {
+        serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.into()))
+    };
+    serde_json::json!({
+        "pointer": f.pointer,
+        "value": value(&f.value),
+        "p_chosen": f.p_chosen,
+        "runner_up": f.runner_up.as_deref().map(value),
+        "p_runner_up": f.p_runner_up,
+        "mass_removed": f.mass_removed,
+    })
+}
+
+/// The values below a confidence.
+fn flagged(
+    fields: &[grammask::engine::fields::Field],
+    p: f64,
+) -> impl Iterator<Item = &grammask::engine::fields::Field> {
+    fields.iter().filter(move |f| f.p_chosen < p)
 }
 
 fn round2(x: f64) -> f64 {

@@ -305,9 +305,10 @@ impl JsonCursor {
         }
     }
 
-    /// Ends the text: a number at the very end ends here.
+    /// Ends the text: a top-level number at the very end ends here (one inside a container
+    /// was cut off).
     pub fn finish(&mut self) -> Option<CursorEvent> {
-        if !self.lost && matches!(self.lex, Lex::Number) {
+        if !self.lost && self.stack.is_empty() && matches!(self.lex, Lex::Number) {
             self.lex = Lex::Between;
             self.value_done();
             return Some(CursorEvent::EndBefore);

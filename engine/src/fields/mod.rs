@@ -47,6 +47,15 @@ impl StepDistribution {
     /// `i` of word `i / 32` set: token `i` allowed) and the sampled token.
     pub fn from_logits(logits: &[f32], mask: &[u32], chosen: u32) -> StepDistribution {
         let allowed = |i: usize| mask.get(i / 32).is_some_and(|w| w & (1 << (i % 32)) != 0);
+        StepDistribution::over(logits, allowed, chosen)
+    }
+
+    /// The step of an unconstrained run: every token allowed, nothing removed.
+    pub fn unmasked(logits: &[f32], chosen: u32) -> StepDistribution {
+        StepDistribution::over(logits, |_| true, chosen)
+    }
+
+    fn over(logits: &[f32], allowed: impl Fn(usize) -> bool, chosen: u32) -> StepDistribution {
         let max =
             logits.iter().copied().filter(|l| l.is_finite()).fold(f32::NEG_INFINITY, f32::max);
         let mut all = 0.0f64;
