@@ -176,8 +176,7 @@ pub fn cases(n: usize) -> Vec<Case> {
                 Mention::Absent => (absent, "unknown"),
             };
             // "The {service} service" only reads well with a service's name.
-            let template = if mention != Mention::Direct && template.contains("{service} service")
-            {
+            let template = if mention != Mention::Direct && template.contains("{service} service") {
                 TEMPLATES[1]
             } else {
                 template
@@ -210,9 +209,7 @@ pub enum PromptStyle {
 pub fn prompt(case: &Case, style: PromptStyle) -> String {
     let shape = match style {
         PromptStyle::Plain => r#"{"service": ..., "severity": ..., "minutes": ...}"#,
-        PromptStyle::ExampleValue => {
-            r#"{"service": "auth", "severity": "low", "minutes": 0}"#
-        }
+        PromptStyle::ExampleValue => r#"{"service": "auth", "severity": "low", "minutes": 0}"#,
         PromptStyle::Placeholder => {
             r#"{"service": <service>, "severity": <severity>, "minutes": <integer>}"#
         }
@@ -334,7 +331,6 @@ impl Score {
         self.valid && self.service && self.severity && self.minutes
     }
 }
-
 
 /// One answer of one mode.
 #[derive(Clone, Debug)]
@@ -509,7 +505,10 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
     } else {
         args.modes
             .iter()
-            .map(|m| mode(m).ok_or_else(|| format!("--modes: no mode {m:?} (modes: {})", MODES.join(", "))))
+            .map(|m| {
+                mode(m)
+                    .ok_or_else(|| format!("--modes: no mode {m:?} (modes: {})", MODES.join(", ")))
+            })
             .collect::<Result<_, _>>()?
     };
     let path = grammask_model::model_path(args.model.as_deref()).map_err(|e| e.to_string())?;
@@ -528,15 +527,19 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
     let mut tallies: Vec<Tally> = modes.iter().map(|_| Tally::default()).collect();
     let mut prefill_ms = 0.0;
     let mut prompt_tokens = 0;
+    let mut prompts = 0usize;
     let start = Instant::now();
     for (i, case) in cases.iter().enumerate() {
         let mut prefilled: Vec<(PromptStyle, grammask_model::Prefilled)> = Vec::new();
         for (m, spec) in modes.iter().enumerate() {
             if !prefilled.iter().any(|p| p.0 == spec.prompt) {
-                let ids = model.chat_prompt(None, &prompt(case, spec.prompt)).map_err(|e| e.to_string())?;
+                let ids = model
+                    .chat_prompt(None, &prompt(case, spec.prompt))
+                    .map_err(|e| e.to_string())?;
                 let p = model.prefill(&ids).map_err(|e| e.to_string())?;
                 prefill_ms += p.ms;
                 prompt_tokens += ids.len();
+                prompts += 1;
                 prefilled.push((spec.prompt, p));
             }
             let from = &prefilled.iter().find(|p| p.0 == spec.prompt).expect("prefilled").1;
@@ -547,7 +550,9 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
                 follow: grammar.is_none().then(|| follow.clone()),
                 ..GenerateOptions::default()
             };
-            let g = model.generate_from(from, grammar, &options, &mut |_| {}).map_err(|e| e.to_string())?;
+            let g = model
+                .generate_from(from, grammar, &options, &mut |_| {})
+                .map_err(|e| e.to_string())?;
             let answer = String::from_utf8_lossy(&g.text);
             let score = Score::of(&answer, case);
             let record = Record {
@@ -557,7 +562,10 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
                 mention: case.mention,
             };
             if args.verbose {
-                eprintln!("[{i} {}] {:?} -> {answer:?} {score:?} p={:?}", spec.name, case.text, record.service_p);
+                eprintln!(
+                    "[{i} {}] {:?} -> {answer:?} {score:?} p={:?}",
+                    spec.name, case.text, record.service_p
+                );
             }
             let t = &mut tallies[m];
             t.records.push(record);
@@ -574,7 +582,7 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
             );
         }
     }
-    let prompts = (cases.len() * modes.len()).max(1);
+    let prompts = prompts.max(1);
     println!(
         "{} cases ({}), greedy, {} (prompt {:.0} tokens, {:.0} ms on average)",
         cases.len(),
@@ -585,19 +593,37 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
     );
     println!(
         "{:<16} {:>6} {:>6} {:>8} {:>8} {:>8} {:>10} {:>9} {:>6} {:>15} {:>8}",
-        "mode", "valid", "right", "service", "severity", "minutes", "valid_wrong", "finished", "auroc", "auroc_ci", "caught10"
+        "mode",
+        "valid",
+        "right",
+        "service",
+        "severity",
+        "minutes",
+        "valid_wrong",
+        "finished",
+        "auroc",
+        "auroc_ci",
+        "caught10"
     );
     let mut out = serde_json::Map::new();
     for (spec, t) in modes.iter().zip(&tallies) {
         let s = t.summary();
         let f = |k: &str| s[k].as_f64().map_or("-".to_string(), |x| format!("{x}"));
-        let ci = s["auroc_ci"].as_array().map_or("-".to_string(), |c| {
-            format!("[{}, {}]", c[0], c[1])
-        });
+        let ci =
+            s["auroc_ci"].as_array().map_or("-".to_string(), |c| format!("[{}, {}]", c[0], c[1]));
         println!(
             "{:<16} {:>6} {:>6} {:>8} {:>8} {:>8} {:>10} {:>9} {:>6} {:>15} {:>8}",
-            spec.name, f("valid"), f("all_right"), f("service"), f("severity"), f("minutes"),
-            f("valid_but_wrong"), f("finished"), f("auroc"), ci, f("caught_at_10")
+            spec.name,
+            f("valid"),
+            f("all_right"),
+            f("service"),
+            f("severity"),
+            f("minutes"),
+            f("valid_but_wrong"),
+            f("finished"),
+            f("auroc"),
+            ci,
+            f("caught_at_10")
         );
         out.insert(spec.name.to_string(), s);
     }
@@ -656,7 +682,9 @@ fn draw(out: &Path, modes: &serde_json::Map<String, serde_json::Value>) -> Resul
             .draw_series(LineSeries::new(points, color.stroke_width(2)))
             .map_err(|e| err(&e))?
             .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
     }
     chart
         .configure_series_labels()
@@ -681,7 +709,10 @@ mod tests {
             cases(10).iter().map(|c| &c.text).collect::<Vec<_>>()
         );
         let count = |m: Mention| a.iter().filter(|c| c.mention == m).count();
-        assert_eq!((count(Mention::Direct), count(Mention::Alias), count(Mention::Absent)), (100, 60, 40));
+        assert_eq!(
+            (count(Mention::Direct), count(Mention::Alias), count(Mention::Absent)),
+            (100, 60, 40)
+        );
         for c in &a {
             let text = c.text.to_lowercase();
             let named = SERVICES.iter().filter(|s| text.contains(*s)).count();

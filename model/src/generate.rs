@@ -1,6 +1,7 @@
 //! A quantized Llama-architecture GGUF model on CPU, and the masked decoding loop.
 
 use crate::bpe::BpeEncoder;
+use crate::chat;
 use crate::gguf_vocab::GgufTokenizer;
 use crate::sample::Sampler;
 use crate::Error;
@@ -51,7 +52,14 @@ pub struct GenerateOptions {
 
 impl Default for GenerateOptions {
     fn default() -> Self {
-        GenerateOptions { max_tokens: 256, temperature: 0.0, top_p: 1.0, seed: 0, record_fields: false, follow: None }
+        GenerateOptions {
+            max_tokens: 256,
+            temperature: 0.0,
+            top_p: 1.0,
+            seed: 0,
+            record_fields: false,
+            follow: None,
+        }
     }
 }
 
@@ -152,28 +160,89 @@ impl Model {
         self.encoder.encode(text)
     }
 
-    /// The prompt ids of a chat turn in ChatML (`<|im_start|>role\n...<|im_end|>\n`), ending
-    /// with the opened assistant turn. `system` defaults to [`DEFAULT_SYSTEM`].
+    /// The prompt ids of a chat turn, ending with the opened assistant turn: the chat
+    /// template the file stores ([`crate::chat::render`]), or ChatML when it has none (then
+    /// `system` defaults to [`DEFAULT_SYSTEM`]). Special tokens the text names
+    /// (`<|im_start|>`, ...) are their ids.
     pub fn chat_prompt(&self, system: Option<&str>, user: &str) -> Result<Vec<u32>, Error> {
-        let start = self.tokenizer.special_id("<|im_start|>");
-        let end = self.tokenizer.special_id("<|im_end|>");
-        let (Some(start), Some(end)) = (start, end) else {
-            return Err(Error::Gguf(
-                "the model has no ChatML markers (<|im_start|>, <|im_end|>)".into(),
-            ));
-        };
+        let text = self.chat_text(system, user)?;
         let mut ids = Vec::new();
         if self.tokenizer.add_bos {
-            ids.extend(self.tokenizer.bos);
+            if let Some(bos) = self.tokenizer.bos {
+                let bos_text = self.token_text(bos);
+                if bos_text.is_empty() || !text.starts_with(bos_text) {
+                    ids.push(bos);
+                }
+            }
         }
-        for (role, text) in [("system", system.unwrap_or(DEFAULT_SYSTEM)), ("user", user)] {
-            ids.push(start);
-            ids.extend(self.encode(&format!("{role}\n{text}"))?);
-            ids.push(end);
-            ids.extend(self.encode("\n")?);
+        ids.extend(self.encode_with_special(&text)?);
+        Ok(ids)
+    }
+
+    /// The text of a chat turn's prompt: the file's template, or ChatML.
+    pub fn chat_text(&self, system: Option<&str>, user: &str) -> Result<String, Error> {
+        let mut messages = Vec::new();
+        match &self.tokenizer.chat_template {
+            Some(template) => {
+                if let Some(system) = system {
+                    messages.push(chat::Message { role: "system", content: system });
+                }
+                messages.push(chat::Message { role: "user", content: user });
+                let bos = self.tokenizer.bos.map(|id| self.token_text(id)).unwrap_or_default();
+                let eos = self.tokenizer.eos.map(|id| self.token_text(id)).unwrap_or_default();
+                chat::render(template, &messages, bos, eos)
+            }
+            None => {
+                if self.tokenizer.special_id("<|im_start|>").is_none() {
+                    return Err(Error::Gguf(
+                        "the model has no chat template and no ChatML markers (<|im_start|>)"
+                            .into(),
+                    ));
+                }
+                messages.push(chat::Message {
+                    role: "system",
+                    content: system.unwrap_or(DEFAULT_SYSTEM),
+                });
+                messages.push(chat::Message { role: "user", content: user });
+                Ok(chat::chatml(&messages))
+            }
         }
-        ids.push(start);
-        ids.extend(self.encode("assistant\n")?);
+    }
+
+    fn token_text(&self, id: u32) -> &str {
+        self.tokenizer.texts.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// The ids of text in which special tokens appear by their text (the longest first).
+    pub fn encode_with_special(&self, text: &str) -> Result<Vec<u32>, Error> {
+        let mut specials: Vec<(&str, u32)> = self
+            .tokenizer
+            .special
+            .iter()
+            .map(|&id| (self.token_text(id), id))
+            .filter(|(t, _)| !t.is_empty())
+            .collect();
+        specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
+        let mut ids = Vec::new();
+        let mut plain = 0;
+        let mut i = 0;
+        while i < text.len() {
+            let rest = &text[i..];
+            match specials.iter().find(|(t, _)| rest.starts_with(t)) {
+                Some(&(t, id)) => {
+                    if plain < i {
+                        ids.extend(self.encode(&text[plain..i])?);
+                    }
+                    ids.push(id);
+                    i += t.len();
+                    plain = i;
+                }
+                None => i += rest.chars().next().map_or(1, char::len_utf8),
+            }
+        }
+        if plain < text.len() {
+            ids.extend(self.encode(&text[plain..])?);
+        }
         Ok(ids)
     }
 

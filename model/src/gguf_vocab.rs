@@ -51,6 +51,10 @@ pub struct GgufTokenizer {
     pub bos: Option<u32>,
     /// Whether the file asks for BOS at the start of a text (`add_bos_token`).
     pub add_bos: bool,
+    /// The EOS id, when the file names one.
+    pub eos: Option<u32>,
+    /// The chat template (`tokenizer.chat_template`, Jinja), when the file has one.
+    pub chat_template: Option<String>,
     /// The logits width (rows of the embedding matrix), at least the token count.
     pub vocab_size: usize,
 }
@@ -161,6 +165,9 @@ impl GgufTokenizer {
             return Err(Error::Gguf("the tokenizer names no end-of-text token".into()));
         }
         let bos = meta_u32(ct, "tokenizer.ggml.bos_token_id");
+        let eos = meta_u32(ct, "tokenizer.ggml.eos_token_id");
+        let chat_template =
+            meta(ct, "tokenizer.chat_template").and_then(|v| v.to_string().ok()).cloned();
         let add_bos = meta(ct, "tokenizer.ggml.add_bos_token")
             .and_then(|v| v.to_bool().ok())
             .unwrap_or(model == TokenizerModel::Llama);
@@ -181,6 +188,8 @@ impl GgufTokenizer {
             stop,
             bos,
             add_bos,
+            eos,
+            chat_template,
             vocab_size,
         })
     }

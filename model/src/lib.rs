@@ -3,13 +3,15 @@
 //! Everything that touches candle lives here, so the grammask library crates never depend
 //! on it: loading a quantized Llama-architecture GGUF file ([`Model::load`]), the
 //! vocabulary from its metadata ([`gguf_vocab`]: the same ids as the model's logits, exact
-//! bytes), a byte-level BPE encoder for prompts ([`bpe`]), the ChatML template, sampling
+//! bytes), a byte-level BPE encoder for prompts ([`bpe`]), chat templates ([`chat`]: the
+//! file's own, ChatML without one), sampling
 //! ([`sample`]), the masked decoding loop ([`Model::generate`]) and fetching the default
 //! model, SmolLM2-135M-Instruct ([`fetch`]).
 
 #![warn(missing_docs)]
 
 pub mod bpe;
+pub mod chat;
 pub mod fetch;
 pub mod generate;
 pub mod gguf_vocab;
