@@ -27,6 +27,7 @@ from ._errors import GrammarError, GrammaskError, LimitExceeded, SchemaUnsupport
 from ._grammask import (
     CompiledGrammar,
     Compiler,
+    FieldRecorder,
     Matcher,
     Vocabulary,
     __version__,
@@ -38,6 +39,7 @@ from ._grammask import tools_system_prompt as _tools_system_prompt
 __all__ = [
     "CompiledGrammar",
     "Compiler",
+    "FieldRecorder",
     "GrammarError",
     "GrammaskError",
     "LimitExceeded",

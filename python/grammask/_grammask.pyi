@@ -1,7 +1,7 @@
 """Type stubs of the extension module (re-exported by ``grammask``)."""
 
 from os import PathLike
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -163,6 +163,17 @@ class Matcher:
     def max_rollback(self) -> int: ...
     @property
     def compiled(self) -> CompiledGrammar: ...
+
+class FieldRecorder:
+    """How sure the model was of each JSON value it wrote: call ``observe`` at every step,
+    before ``matcher.accept_token``, with the step's raw (unmasked) logits."""
+
+    def __init__(self) -> None: ...
+    def observe(self, matcher: Matcher, logits: Any, token_id: int) -> None: ...
+    def fields(self) -> List[Dict[str, Any]]:
+        """Dicts with ``pointer``, ``value``, ``p_chosen``, ``runner_up``, ``p_runner_up``,
+        ``mass_removed``, for the values completed so far."""
+    def finish(self) -> List[Dict[str, Any]]: ...
 
 def fill_next_token_bitmasks(matchers: Iterable[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None) -> None:
     """Fills row ``indices[k]`` (default ``k``) for matcher ``k``, in parallel, without the GIL."""

@@ -5,6 +5,7 @@
 mod bitmask;
 mod compiler;
 mod errors;
+mod fields;
 mod matcher;
 mod tools;
 mod vocab;
@@ -17,6 +18,7 @@ fn _grammask(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compiler::Compiler>()?;
     m.add_class::<compiler::CompiledGrammar>()?;
     m.add_class::<matcher::Matcher>()?;
+    m.add_class::<fields::FieldRecorder>()?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmasks, m)?)?;
     m.add_function(wrap_pyfunction!(tools::tools_system_prompt, m)?)?;
     m.add_function(wrap_pyfunction!(tools::parse_tool_calls, m)?)?;

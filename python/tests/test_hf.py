@@ -260,3 +260,66 @@ def test_generate_a_batch_with_smollm2_gguf(smollm2):
         text = tokenizer.decode(generated[: stops[0]], skip_special_tokens=True)
         _validate(json.loads(text), PERSON_SCHEMA)
     assert max(lengths) < max_new_tokens
+
+
+INCIDENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "service": {"enum": ["auth", "billing", "search", "storage", "notifications", "payments"]},
+        "severity": {"enum": ["low", "medium", "high", "critical"]},
+        "minutes": {"type": "integer"},
+    },
+    "required": ["service", "severity", "minutes"],
+    "additionalProperties": False,
+}
+
+
+def test_field_confidence_with_smollm2_gguf(smollm2):
+    """``FieldRecorder`` over a greedy transformers loop: each value by its pointer, with
+    probabilities, and the enums' runners-up among their members."""
+    tokenizer, model = smollm2
+    vocab = grammask.Vocabulary.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)
+    compiled = grammask.Compiler(vocab).compile_json_schema(INCIDENT_SCHEMA)
+    matcher = grammask.Matcher(compiled)
+    recorder = grammask.FieldRecorder()
+    bitmask = grammask.allocate_token_bitmask(1, vocab.vocab_size)
+    messages = [
+        {
+            "role": "user",
+            "content": "Extract the incident as JSON: the billing service had a high "
+            "severity outage that lasted 30 minutes.",
+        }
+    ]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
+    if not isinstance(ids, torch.Tensor):
+        ids = ids["input_ids"]
+    past = None
+    generated = []
+    with torch.no_grad():
+        for _ in range(64):
+            out = model(input_ids=ids, past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            logits = out.logits[0, -1]
+            matcher.fill_next_token_bitmask(bitmask)
+            masked = logits.clone().unsqueeze(0)
+            grammask.apply_token_bitmask_inplace(masked, bitmask)
+            token = int(masked[0].argmax())
+            recorder.observe(matcher, logits, token)
+            assert matcher.accept_token(token)
+            generated.append(token)
+            if matcher.is_terminated():
+                break
+            ids = torch.tensor([[token]])
+    assert matcher.is_terminated()
+    text = tokenizer.decode(generated, skip_special_tokens=True)
+    answer = json.loads(text)
+    fields = recorder.finish()
+    assert [f["pointer"] for f in fields] == ["/service", "/severity", "/minutes"], fields
+    for f in fields:
+        assert answer[f["pointer"][1:]] == f["value"]
+        assert 0.0 <= f["p_chosen"] <= 1.0 and 0.0 <= f["mass_removed"] <= 1.0
+    for f, members in zip(fields[:2], ("service", "severity")):
+        enum = INCIDENT_SCHEMA["properties"][members]["enum"]
+        assert f["runner_up"] in enum and f["runner_up"] != f["value"], f
+        assert 0.0 <= f["p_runner_up"] <= 1.0 - f["p_chosen"] + 1e-9
+    assert fields[2]["runner_up"] is None and fields[2]["p_runner_up"] is None
