@@ -516,8 +516,10 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
     let mut grammars = std::collections::HashMap::new();
     for m in &modes {
         if let Some((unknown, reasoning)) = m.schema {
-            if !grammars.contains_key(&(unknown, reasoning)) {
-                grammars.insert((unknown, reasoning), compile(&model, unknown, reasoning)?);
+            if let std::collections::hash_map::Entry::Vacant(e) =
+                grammars.entry((unknown, reasoning))
+            {
+                e.insert(compile(&model, unknown, reasoning)?);
             }
         }
     }
@@ -584,9 +586,8 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
     }
     let prompts = prompts.max(1);
     println!(
-        "{} cases ({}), greedy, {} (prompt {:.0} tokens, {:.0} ms on average)",
+        "{} cases (50% direct, 30% alias, 20% absent), greedy, {} (prompt {:.0} tokens, {:.0} ms on average)",
         cases.len(),
-        "50% direct, 30% alias, 20% absent",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("model"),
         prompt_tokens as f64 / prompts as f64,
         prefill_ms / prompts as f64
@@ -630,15 +631,15 @@ pub fn run(args: &ExtractArgs) -> Result<(), String> {
     if let Some(plot) = &args.plot {
         draw(plot, &out)?;
     }
-    if let Some(path) = &args.json {
+    if let Some(json) = &args.json {
         let doc = serde_json::json!({
             "cases": cases.len(),
             "mix": {"direct": 0.5, "alias": 0.3, "absent": 0.2},
             "model": path_name(&path),
             "modes": out,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(json, serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
+            .map_err(|e| format!("{}: {e}", json.display()))?;
     }
     Ok(())
 }
