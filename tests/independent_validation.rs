@@ -9,8 +9,6 @@
 //! the reason the validator is wrong. Prints how many schemas compiled, how many walks
 //! finished, and how many documents the validator checked.
 
-#[path = "support/rng.rs"]
-mod rng;
 #[path = "support/walk.rs"]
 mod walker;
 

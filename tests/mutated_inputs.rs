@@ -4,23 +4,9 @@
 //! that a mutation cannot make the test hang either.
 
 use grammask::{byte_vocabulary, Compiler, CompilerConfig, GrammarFormat, Limits};
+use grammask_fuzz::rng::XorShift as Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 const META: &[u8] = b"()[]{}|*+?\"\\^-.:=,0123456789$#/ \n\xff\xc3";
 
@@ -80,7 +66,7 @@ fn mutated_inputs_never_panic() {
     let limits = Limits { max_compile_time: Duration::from_secs(2), ..Limits::default() };
     let compiler = Compiler::new(&byte_vocabulary())
         .with_config(CompilerConfig { limits, ..CompilerConfig::default() });
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut rng = Rng::new(0x2545_F491_4F6C_DD1D);
     let (mut compiled, mut refused) = (0, 0);
     let mut panics = Vec::new();
     for (format, seed) in seeds() {

@@ -178,9 +178,7 @@ const WRONG: &[(&str, &str, &str)] = &[
     ("excludes", "x</answer", ">"),
 ];
 
-#[path = "support/rng.rs"]
-mod rng;
-use rng::Rng;
+use grammask_fuzz::rng::XorShift as Rng;
 
 /// A vocabulary with a lookup from bytes to the (smallest) text token id.
 struct Tokens {

@@ -21,8 +21,6 @@ use std::time::Instant;
 const WALKS: u64 = 4;
 const CONFIG: WalkConfig = WalkConfig { max_steps: 60, random_steps: 25, beam: true };
 
-#[path = "support/rng.rs"]
-mod rng;
 #[path = "support/walk.rs"]
 mod walker;
 use walker::{structural_tokens, walk, WalkConfig};

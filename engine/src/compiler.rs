@@ -10,21 +10,17 @@ use crate::automaton::dfa::DfaError;
 use crate::automaton::nfa::{Nfa, NfaError};
 use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
+use crate::checks;
 use crate::deadline::Deadline;
-use crate::error::{CompileError, MatchError};
-use crate::follow::{exit_bytes, nullable_rules, RuleExits};
-use crate::ids::{StateId, TokenSetId};
+use crate::error::CompileError;
+use crate::ids::TokenSetId;
+use crate::mask_cache::MaskCache;
 use crate::passes::{self, PassConfig};
-use crate::slices::{slicing_for, Slicing, UNKNOWN_DEPTH};
 use crate::stack::{Position, Stack};
-use crate::token_cache::{
-    classify, classify_listed, MaskEntry, ParentMask, PositionMask, Start, View,
-};
 use grammask_syntax::ir::{Expr, Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Resource limits, each with a documented default. A limit that is hit is an error that
@@ -65,6 +61,40 @@ pub struct Limits {
     pub max_mask_cache_bytes: usize,
 }
 
+/// The name of each limit of [`Limits`], as errors give it (`limit: NAME: ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitName {
+    /// [`Limits::max_grammar_size`].
+    GrammarSize,
+    /// [`Limits::max_automaton_states`].
+    AutomatonStates,
+    /// [`Limits::max_live_stacks`].
+    LiveStacks,
+    /// [`Limits::max_stack_depth`].
+    StackDepth,
+    /// [`Limits::max_rollback`].
+    RollbackHistory,
+    /// [`Limits::max_compile_time`].
+    CompileTime,
+    /// [`Limits::max_mask_cache_bytes`].
+    MaskCacheBytes,
+}
+
+impl LimitName {
+    /// The name as errors and documentation write it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LimitName::GrammarSize => "grammar_size",
+            LimitName::AutomatonStates => "automaton_states",
+            LimitName::LiveStacks => "live_stacks",
+            LimitName::StackDepth => "stack_depth",
+            LimitName::RollbackHistory => "rollback_history",
+            LimitName::CompileTime => "compile_time",
+            LimitName::MaskCacheBytes => "mask_cache_bytes",
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -93,10 +123,9 @@ pub struct CompilerConfig {
     /// Whether each rule's automaton of up to 256 states is minimized (Hopcroft's
     /// partition refinement) after subset construction. Default off: the NFA builder
     /// shares equal suffixes and the two copies of `x ("," x)*`, so subset construction
-    /// leaves little to merge (MaskBench's largest schemas: under 0.5% of states; the
-    /// same mask cache for llama.cpp's json.gbnf and the built-in JSON grammar) at about a
-    /// tenth of compile time. On, hand-written grammars with equivalent alternatives
-    /// spelled differently get their smallest automata.
+    /// leaves little to merge, for a fraction of the compile time (see BENCHMARKS.md).
+    /// On, hand-written grammars with equivalent alternatives spelled differently get
+    /// their smallest automata.
     pub minimize: bool,
     /// Whether compilation fills every entry of the token mask cache (in parallel), so
     /// no mask pays a first visit; default off (entries fill on first use). Counts
@@ -409,7 +438,7 @@ impl Compiler {
         let size = classes.nodes;
         if size > limits.max_grammar_size {
             return Err(CompileError::Limit {
-                name: "grammar_size",
+                name: LimitName::GrammarSize.as_str(),
                 message: format!(
                     "the grammar has {size} IR nodes after inlining; the limit is {}",
                     limits.max_grammar_size
@@ -443,7 +472,7 @@ impl Compiler {
                 Nfa::build(&rule.body, &classes, splices, max, &mut intern).map_err(
                     |e| match e {
                         NfaError::TooManyStates(max) => CompileError::Limit {
-                            name: "automaton_states",
+                            name: LimitName::AutomatonStates.as_str(),
                             message: format!(
                                 "rule `{}` needs more than {max} NFA states",
                                 rule.name
@@ -473,7 +502,7 @@ impl Compiler {
                     }
                     Err(DfaError::TooManyStates) => {
                         return Err(CompileError::Limit {
-                            name: "automaton_states",
+                            name: LimitName::AutomatonStates.as_str(),
                             message: format!(
                                 "the automata need more than {} states (at rule `{}`)",
                                 limits.max_automaton_states, rule.name
@@ -488,17 +517,12 @@ impl Compiler {
             total_states += dfa.len();
             automata.push(dfa);
         }
-        let vocab_size = self.vocab.vocab_size();
-        for set in &token_sets {
-            if let Some(&id) = set.ids.iter().find(|&&id| id as usize >= vocab_size) {
-                return Err(CompileError::TokenOutOfRange { id, vocab_size });
-            }
-        }
+        checks::check_token_ids(&token_sets, self.vocab.vocab_size())?;
         if !all_productive {
-            check_productive(&grammar)?;
+            checks::check_productive(&grammar)?;
             deadline.check("the productivity check")?;
         }
-        check_left_recursion(&grammar, &automata)?;
+        checks::check_left_recursion(&grammar, &automata)?;
         deadline.check("the left-recursion check")?;
         let compiled = CompiledGrammar::assemble(
             self.vocab.clone(),
@@ -520,14 +544,9 @@ impl Compiler {
     pub fn deserialize(&self, bytes: &[u8]) -> Result<Arc<CompiledGrammar>, CompileError> {
         let parts =
             crate::serialize::read(bytes, self.vocab.fingerprint()).map_err(CompileError::Load)?;
-        let vocab_size = self.vocab.vocab_size();
-        for set in &parts.token_sets {
-            if let Some(&id) = set.ids.iter().find(|&&id| id as usize >= vocab_size) {
-                return Err(CompileError::TokenOutOfRange { id, vocab_size });
-            }
-        }
-        check_automata_productive(&parts.grammar, &parts.automata)?;
-        check_left_recursion(&parts.grammar, &parts.automata)?;
+        checks::check_token_ids(&parts.token_sets, self.vocab.vocab_size())?;
+        checks::check_automata_productive(&parts.grammar, &parts.automata)?;
+        checks::check_left_recursion(&parts.grammar, &parts.automata)?;
         Ok(Arc::new(CompiledGrammar::assemble(
             self.vocab.clone(),
             parts.grammar,
@@ -557,46 +576,12 @@ pub struct CompiledGrammar {
     pub(crate) limits: Limits,
     pub(crate) initial: Stack,
     total_states: usize,
-    /// Global index of each rule's state 0, for the cache.
-    state_base: Vec<u32>,
-    /// The adaptive token mask cache, one slot per automaton state (empty when off).
-    cache: Vec<OnceLock<Box<PositionMask>>>,
-    /// Per rule and state, the bytes that may follow when leaving the automaton there
-    /// (context expansion for the cache; empty when the cache is off).
-    exits: Vec<RuleExits>,
-    /// Heap bytes of the stored cache entries (at most `limits.max_mask_cache_bytes`).
-    cache_bytes: AtomicUsize,
-    /// The vocabulary's slices ([`crate::slices`]), fetched when a classification first
-    /// needs them.
-    slicing: OnceLock<Arc<Slicing>>,
-    /// Per automaton state (indexed like `cache`): the memo of
-    /// [`crate::slices::safe_depth`] (4 bytes per state; empty when the cache is off).
-    safe_memo: Vec<AtomicU32>,
-    /// The context-dependent tokens of a position classified once more with the return
-    /// positions below it, by the frames' global state indices, top first
-    /// ([`ParentMask`]; unused slots `u32::MAX`).
-    parent_cache: Mutex<HashMap<[u32; 3], Arc<ParentMask>>>,
-    /// Per rule: whether positions inside it are classified with their return position
-    /// ([`CompiledGrammar::through_mask`]): counted runs and escapes kept as calls.
-    through: Vec<bool>,
-    /// Per rule: whether it is a leaf (no state calls a rule or reads a token set), so
-    /// that a walk from inside it back into its caller needs only the two automata
-    /// ([`CompiledGrammar::parent_mask`]).
-    leaf: Vec<bool>,
-    /// Classifications of positions inside rules walked through, with their return
-    /// position, by the pair's global state indices ([`CompiledGrammar::through_mask`]).
-    through_cache: Mutex<HashMap<(u32, u32), Arc<PositionMask>>>,
+    /// The adaptive token mask cache; `None` when off.
+    pub(crate) mask_cache: Option<MaskCache>,
     /// Whether some free text has a token budget ([`crate::Matcher`] then counts tokens
     /// in it).
     pub(crate) has_budgets: bool,
 }
-
-/// Positions with more context-dependent tokens than this are not classified one frame
-/// deeper ([`CompiledGrammar::parent_mask`]): a walk against the real stacks skips the
-/// tokens other stacks accepted already, which the classification cannot, and at such
-/// positions (long `maxLength` strings, where tens of thousands of tokens may end the
-/// string) it costs more than the walks it would spare.
-const MAX_PARENT_DEPENDENT: usize = 8_192;
 
 impl CompiledGrammar {
     fn assemble(
@@ -609,45 +594,9 @@ impl CompiledGrammar {
     ) -> CompiledGrammar {
         let root = grammar.root;
         let initial = Stack::root(Position { rule: root, state: automata[root.index()].start() });
-        let mut state_base = Vec::with_capacity(automata.len());
-        let mut total_states = 0usize;
-        for dfa in &automata {
-            state_base.push(total_states as u32);
-            total_states += dfa.len();
-        }
-        let (cache, exits, safe_memo): (Vec<_>, Vec<RuleExits>, Vec<_>) = if mask_cache {
-            (
-                (0..total_states).map(|_| OnceLock::new()).collect(),
-                exit_bytes(&automata),
-                (0..total_states).map(|_| AtomicU32::new(UNKNOWN_DEPTH)).collect(),
-            )
-        } else {
-            (Vec::new(), Vec::new(), Vec::new())
-        };
-        let leaf: Vec<bool> = automata
-            .iter()
-            .map(|dfa| {
-                (0..dfa.len()).all(|s| {
-                    let s = StateId::new(s);
-                    dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
-                })
-            })
-            .collect();
-        // Counted runs and escapes kept as calls by inlining (one ASCII character `m..=n`
-        // times, `m >= 1`; `\` and what follows: no calls, no empty match, few tokens
-        // inside; [`crate::passes::stays_call`]): positions inside one are classified
-        // with their return position, as if the run were inlined. (Classifying positions
-        // of other rules so, strings kept as calls for one, would walk most of the
-        // vocabulary at each call site.)
-        let through = grammar
-            .rules
-            .iter()
-            .zip(&automata)
-            .zip(&leaf)
-            .map(|((rule, dfa), &leaf)| {
-                leaf && crate::passes::stays_call(rule) && !dfa.is_accepting(dfa.start())
-            })
-            .collect();
+        let total_states = automata.iter().map(Dfa::len).sum();
+        let mask_cache =
+            mask_cache.then(|| MaskCache::new(&grammar, &automata, limits.max_mask_cache_bytes));
         let has_budgets = automata.iter().any(Dfa::has_text_budget);
         CompiledGrammar {
             has_budgets,
@@ -658,16 +607,7 @@ impl CompiledGrammar {
             limits,
             initial,
             total_states,
-            state_base,
-            cache,
-            exits,
-            cache_bytes: AtomicUsize::new(0),
-            slicing: OnceLock::new(),
-            safe_memo,
-            parent_cache: Mutex::new(HashMap::new()),
-            through,
-            through_cache: Mutex::new(HashMap::new()),
-            leaf,
+            mask_cache,
         }
     }
 
@@ -686,12 +626,9 @@ impl CompiledGrammar {
     /// Heap bytes used: the automata, the IR (counted per node), the per-state slots of
     /// the token mask cache and its filled entries.
     pub fn memory(&self) -> usize {
-        let exits: usize = self.exits.iter().map(|e| e.slot.len() * 4 + e.sets.len() * 32).sum();
         self.automata.iter().map(Dfa::memory).sum::<usize>()
             + self.grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>()
-            + self.cache.len() * std::mem::size_of::<OnceLock<Box<PositionMask>>>()
-            + self.safe_memo.len() * 4
-            + exits
+            + self.mask_cache.as_ref().map_or(0, MaskCache::fixed_memory)
             + self.mask_cache_memory()
     }
 
@@ -725,177 +662,10 @@ impl CompiledGrammar {
         &self.automata[position.rule.index()]
     }
 
-    /// The cached classification of `position`, computed on first use and stored while
-    /// the cache holds at most `max_mask_cache_bytes` (past it, computed and returned
-    /// without being stored); `None` when the cache is off.
-    pub(crate) fn position_mask(&self, position: Position) -> Option<MaskEntry<'_>> {
-        let index = self.state_base[position.rule.index()] as usize + position.state.index();
-        let slot = self.cache.get(index)?;
-        if let Some(stored) = slot.get() {
-            return Some(MaskEntry::Stored(stored));
-        }
-        let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
-        let base = self.state_base[position.rule.index()] as usize;
-        let memo = self.safe_memo.get(base..base + self.dfa(position).len()).unwrap_or(&[]);
-        let view = self.view(position.rule.index());
-        let mask = classify(view, Start::At(position.state), &self.vocab, slicing, memo);
-        // A stored entry is boxed (the slot of a state never visited stays one word).
-        let bytes = mask.memory() + std::mem::size_of::<PositionMask>();
-        if !self.reserve(bytes) {
-            return Some(MaskEntry::Unstored(mask));
-        }
-        let mut ours = false;
-        let stored = slot.get_or_init(|| {
-            ours = true;
-            Box::new(mask)
-        });
-        if !ours {
-            // Another thread stored the same entry first: give the reservation back.
-            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
-        }
-        Some(MaskEntry::Stored(stored))
-    }
-
-    /// What a classification at a position of rule `rule` reads.
-    fn view(&self, rule: usize) -> View<'_> {
-        View {
-            automata: &self.automata,
-            dfa: &self.automata[rule],
-            exits: &self.exits[rule],
-            all_exits: &self.exits,
-        }
-    }
-
-    /// Whether positions inside `rule` are classified with their return position
-    /// ([`CompiledGrammar::through_mask`]).
-    pub(crate) fn walks_through(&self, rule: RuleId) -> bool {
-        self.through.get(rule.index()).copied().unwrap_or(false)
-    }
-
-    /// The classification of `top`, a position inside a rule walked through, under the
-    /// return position `parent` (tokens read to their end within the two frames are
-    /// accepted whatever lies below; those that may return below `parent` with bytes
-    /// left depend on the stack), computed on the pair's first visit and stored while the
-    /// cache's memory bound allows. `None` when the cache is off.
-    pub(crate) fn through_mask(
-        &self,
-        top: Position,
-        parent: Position,
-    ) -> Option<Arc<PositionMask>> {
-        if !self.has_mask_cache() {
-            return None;
-        }
-        let key = (self.global_index(top), self.global_index(parent));
-        let lock = || self.through_cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(stored) = lock().get(&key) {
-            return Some(stored.clone());
-        }
-        let view = self.view(parent.rule.index());
-        let start =
-            Start::InCallee { callee: top.rule.index(), state: top.state, to: parent.state };
-        let slicing = || self.slicing.get_or_init(|| slicing_for(&self.vocab)).clone();
-        let mask = Arc::new(classify(view, start, &self.vocab, slicing, &[]));
-        let bytes = mask.memory()
-            + std::mem::size_of::<PositionMask>()
-            + std::mem::size_of::<((u32, u32), Arc<PositionMask>)>();
-        if !self.reserve(bytes) {
-            return Some(mask);
-        }
-        let mut cache = lock();
-        if let Some(stored) = cache.get(&key) {
-            // Another thread stored the same entry first: give the reservation back.
-            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
-            return Some(stored.clone());
-        }
-        cache.insert(key, mask.clone());
-        Some(mask)
-    }
-
-    /// The global state index of `position`.
-    fn global_index(&self, position: Position) -> u32 {
-        self.state_base[position.rule.index()] + position.state.index() as u32
-    }
-
-    /// The context-dependent tokens `dependent` of the top of `frames` (its cache entry's,
-    /// or its through entry's) classified with the return positions below it, `frames`
-    /// bottom first: one ([`ParentMask`]), or two for a position inside a rule walked
-    /// through ([`CompiledGrammar::through_mask`]), fewer on a shorter stack (the top
-    /// alone at the root), from the first time the frames are asked for. (A position's
-    /// tokens are classified with one list for given frames: the top of a rule walked
-    /// through takes its through entry whenever a frame lies below it.) `None` for more
-    /// than [`MAX_PARENT_DEPENDENT`] tokens, and past the cache's memory bound: the walk
-    /// against the stack gives the same answers.
-    pub(crate) fn parent_mask(
-        &self,
-        frames: &[Position],
-        dependent: &[u32],
-    ) -> Result<Option<Arc<ParentMask>>, MatchError> {
-        if dependent.len() > MAX_PARENT_DEPENDENT {
-            return Ok(None);
-        }
-        let mut key = [u32::MAX; 3];
-        for (k, &position) in key.iter_mut().zip(frames.iter().rev()) {
-            *k = self.global_index(position);
-        }
-        let lock = || self.parent_cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(stored) = lock().get(&key) {
-            return Ok(Some(stored.clone()));
-        }
-        let computed = Arc::new(match frames {
-            // Inside a leaf rule: the classification walk reads its automaton and the
-            // caller's at the cost of a table lookup a byte; only the tokens it leaves
-            // (those that may enter a rule the caller calls, or leave the caller's rule)
-            // are walked with the stack's frames.
-            &[parent, top] if self.leaf[top.rule.index()] => {
-                let start = Start::InCallee {
-                    callee: top.rule.index(),
-                    state: top.state,
-                    to: parent.state,
-                };
-                let view = self.view(parent.rule.index());
-                let mut mask = classify_listed(view, start, &self.vocab, dependent);
-                if !mask.dependent.is_empty() {
-                    let below = crate::mask::classify_below(self, frames, &mask.dependent)?;
-                    mask.accepted.extend(&below.accepted);
-                    mask.dependent = below.dependent;
-                }
-                mask
-            }
-            _ => crate::mask::classify_below(self, frames, dependent)?,
-        });
-        let bytes = computed.memory() + std::mem::size_of::<([u32; 3], Arc<ParentMask>)>();
-        if !self.reserve(bytes) {
-            return Ok(None);
-        }
-        let mut cache = lock();
-        if let Some(stored) = cache.get(&key) {
-            // Another thread stored the same entry first: give the reservation back.
-            self.cache_bytes.fetch_sub(bytes, Ordering::AcqRel);
-            return Ok(Some(stored.clone()));
-        }
-        cache.insert(key, computed.clone());
-        Ok(Some(computed))
-    }
-
-    /// Reserves `bytes` of the cache's memory bound; `false` when they do not fit.
-    fn reserve(&self, bytes: usize) -> bool {
-        let max = self.limits.max_mask_cache_bytes;
-        self.cache_bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|&total| total <= max)
-            })
-            .is_ok()
-    }
-
-    /// Whether masks use the token mask cache.
-    pub(crate) fn has_mask_cache(&self) -> bool {
-        !self.cache.is_empty()
-    }
-
     /// Bytes held by the stored entries of the token mask cache (at most the limit
     /// `mask_cache_bytes`).
     pub fn mask_cache_memory(&self) -> usize {
-        self.cache_bytes.load(Ordering::Acquire)
+        self.mask_cache.as_ref().map_or(0, MaskCache::entry_memory)
     }
 
     /// Fills every entry of the token mask cache now, in parallel, instead of on first
@@ -907,204 +677,9 @@ impl CompiledGrammar {
     }
 
     fn precompute(&self, deadline: &Deadline) -> Result<(), CompileError> {
-        use rayon::prelude::*;
-        if !self.has_mask_cache() {
-            return Ok(());
-        }
-        let positions: Vec<Position> = self
-            .automata
-            .iter()
-            .enumerate()
-            .flat_map(|(r, dfa)| {
-                (0..dfa.len())
-                    .filter(move |&s| dfa.reads_input(StateId::new(s)))
-                    .map(move |s| Position { rule: RuleId::new(r), state: StateId::new(s) })
-            })
-            .collect();
-        positions.par_iter().try_for_each(|&p| {
-            deadline.check("the mask cache's precompute")?;
-            match self.position_mask(p) {
-                Some(MaskEntry::Unstored(_)) => Err(CompileError::Limit {
-                    name: "mask_cache_bytes",
-                    message: format!(
-                        "the token mask cache needs more than {} bytes ({} automaton \
-                         positions to precompute)",
-                        self.limits.max_mask_cache_bytes,
-                        positions.len()
-                    ),
-                }),
-                _ => Ok(()),
-            }
-        })
-    }
-}
-
-/// Refuses a grammar with a rule that can never finish (a stack in it would never
-/// complete).
-fn check_productive(grammar: &Grammar) -> Result<(), CompileError> {
-    // Over the IR after the passes (the language of each rule's automaton): linear in the
-    // grammar, where a check over the automata revisits a caller whenever a callee
-    // becomes productive.
-    let productive = grammask_syntax::analysis::productive(grammar);
-    refuse_unproductive(grammar, &productive)
-}
-
-/// The same check over automata, for loaded ones (whose grammar the bytes only claim).
-/// Fixpoint: a rule is productive when an accepting state is reachable from its start
-/// through bytes, tokens and calls of productive rules.
-fn check_automata_productive(grammar: &Grammar, automata: &[Dfa]) -> Result<(), CompileError> {
-    let n = automata.len();
-    // Callers of each rule: a rule's productivity is rechecked when a callee becomes
-    // productive (a work list, not rounds over every rule).
-    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (r, dfa) in automata.iter().enumerate() {
-        for s in 0..dfa.len() {
-            for &(callee, _) in dfa.calls(StateId::new(s)) {
-                callers[callee.index()].push(r);
-            }
+        match &self.mask_cache {
+            Some(cache) => cache.precompute(self, deadline),
+            None => Ok(()),
         }
     }
-    for c in &mut callers {
-        c.sort_unstable();
-        c.dedup();
-    }
-    let mut productive = vec![false; n];
-    let mut queued = vec![true; n];
-    let mut work: Vec<usize> = (0..n).rev().collect();
-    while let Some(r) = work.pop() {
-        queued[r] = false;
-        if productive[r] {
-            continue;
-        }
-        let dfa = &automata[r];
-        let found = reach(dfa, |_| true, |rule| productive[rule.index()])
-            .iter()
-            .enumerate()
-            .any(|(s, &seen)| seen && dfa.is_accepting(StateId::new(s)));
-        if found {
-            productive[r] = true;
-            for &c in &callers[r] {
-                if !productive[c] && !queued[c] {
-                    queued[c] = true;
-                    work.push(c);
-                }
-            }
-        }
-    }
-    refuse_unproductive(grammar, &productive)
-}
-
-/// The refusal of the first rule that can never finish, if any.
-fn refuse_unproductive(grammar: &Grammar, productive: &[bool]) -> Result<(), CompileError> {
-    match productive.iter().position(|p| !p) {
-        None => Ok(()),
-        Some(r) => Err(refusal(
-            grammar,
-            r,
-            format!(
-                "rule `{}` can never finish (it has no finite derivation)",
-                grammar.rules[r].name
-            ),
-        )),
-    }
-}
-
-/// The engine's refusal of `rule`: a diagnostic at the rule's source span when it has one
-/// (a grammar parsed from text), so it renders with line:col; otherwise
-/// [`CompileError::Unsupported`].
-fn refusal(grammar: &Grammar, rule: usize, message: String) -> CompileError {
-    use grammask_syntax::{Category, Diagnostic, Diagnostics};
-    match grammar.rules.get(rule).map(|r| r.span) {
-        Some(span) if span.end > span.start => CompileError::Grammar(Diagnostics::one(
-            Diagnostic::error(span, message).with_category(Category::Unsupported),
-        )),
-        _ => CompileError::Unsupported(message),
-    }
-}
-
-/// States reachable from the start through byte and token edges (when `bytes` says so)
-/// and calls of rules `call` admits.
-fn reach(dfa: &Dfa, bytes: impl Fn(()) -> bool, call: impl Fn(RuleId) -> bool) -> Vec<bool> {
-    let mut seen = vec![false; dfa.len()];
-    let mut stack = vec![dfa.start()];
-    seen[dfa.start().index()] = true;
-    let with_bytes = bytes(());
-    while let Some(s) = stack.pop() {
-        let mut visit = |t: StateId| {
-            if !seen[t.index()] {
-                seen[t.index()] = true;
-                stack.push(t);
-            }
-        };
-        if with_bytes {
-            for t in dfa.byte_targets(s) {
-                visit(t);
-            }
-            for &(_, t) in dfa.token_edges(s) {
-                visit(t);
-            }
-        }
-        for &(rule, t) in dfa.calls(s) {
-            if call(rule) {
-                visit(t);
-            }
-        }
-    }
-    seen
-}
-
-/// Refuses left recursion: a rule that can call itself (directly, or through other rules,
-/// or behind rules that match the empty string) before reading anything.
-fn check_left_recursion(grammar: &Grammar, automata: &[Dfa]) -> Result<(), CompileError> {
-    let n = automata.len();
-    let nullable = nullable_rules(automata);
-    // left_calls[r]: rules r may call before reading anything.
-    let left_calls: Vec<Vec<usize>> = (0..n)
-        .map(|r| {
-            let dfa = &automata[r];
-            let seen = reach(dfa, |_| false, |rule| nullable[rule.index()]);
-            let mut out: Vec<usize> = seen
-                .iter()
-                .enumerate()
-                .filter(|(_, &v)| v)
-                .flat_map(|(s, _)| dfa.calls(StateId::new(s)).iter().map(|c| c.0.index()))
-                .collect();
-            out.sort_unstable();
-            out.dedup();
-            out
-        })
-        .collect();
-    // Depth-first search for a cycle, iterative.
-    let mut color = vec![0u8; n]; // 0 new, 1 on path, 2 done
-    for start in 0..n {
-        if color[start] != 0 {
-            continue;
-        }
-        let mut path: Vec<(usize, usize)> = vec![(start, 0)];
-        color[start] = 1;
-        while let Some(&mut (v, ref mut i)) = path.last_mut() {
-            if let Some(&w) = left_calls[v].get(*i) {
-                *i += 1;
-                if color[w] == 1 {
-                    let from = path.iter().position(|&(x, _)| x == w).unwrap_or(0);
-                    let mut names: Vec<&str> =
-                        path[from..].iter().map(|&(x, _)| grammar.rules[x].name.as_str()).collect();
-                    names.push(grammar.rules[w].name.as_str());
-                    return Err(refusal(
-                        grammar,
-                        w,
-                        format!("left recursion: {}", names.join(" -> ")),
-                    ));
-                }
-                if color[w] == 0 {
-                    color[w] = 1;
-                    path.push((w, 0));
-                }
-            } else {
-                color[v] = 2;
-                path.pop();
-            }
-        }
-    }
-    Ok(())
 }

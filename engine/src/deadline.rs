@@ -51,7 +51,7 @@ impl Deadline {
     /// The error of a spent budget, at `stage`.
     pub fn error(&self, stage: &str) -> CompileError {
         CompileError::Limit {
-            name: "compile_time",
+            name: crate::compiler::LimitName::CompileTime.as_str(),
             message: format!(
                 "compiling takes more than {} ms (stopped during {stage})",
                 self.budget.as_millis()

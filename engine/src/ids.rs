@@ -36,3 +36,29 @@ impl TokenSetId {
         self.0 as usize
     }
 }
+
+/// A token's position in the vocabulary sorted by bytes
+/// ([`grammask_tokenset::SortedVocab`]), as opposed to its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct SortedPos(u32);
+
+impl SortedPos {
+    /// The position `index`.
+    #[inline]
+    pub(crate) fn new(index: usize) -> Self {
+        debug_assert!(index < u32::MAX as usize);
+        SortedPos(index as u32)
+    }
+
+    /// The index into the sorted vocabulary.
+    #[inline]
+    pub(crate) fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The positions `start..end`.
+    #[inline]
+    pub(crate) fn range(start: usize, end: usize) -> impl Iterator<Item = SortedPos> {
+        (start as u32..end as u32).map(SortedPos)
+    }
+}

@@ -14,10 +14,12 @@
 //! Lookahead assertions of EBNF rules are accepted and not enforced: the matcher treats a
 //! rule with a lookahead like the same rule without it (the language is a superset).
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod automaton;
 mod cache;
+mod checks;
 pub mod compiler;
 pub mod deadline;
 pub mod error;
@@ -25,15 +27,14 @@ pub mod fields;
 mod follow;
 pub mod ids;
 mod mask;
+pub mod mask_cache;
 pub mod matcher;
 pub mod passes;
 mod serialize;
-mod slices;
 pub mod stack;
-mod token_cache;
 
 pub use cache::GrammarCache;
-pub use compiler::{CompiledGrammar, Compiler, CompilerConfig, Limits};
+pub use compiler::{CompiledGrammar, Compiler, CompilerConfig, LimitName, Limits};
 pub use deadline::Deadline;
 pub use error::{CompileError, MatchError};
 pub use ids::{StateId, TokenSetId};
@@ -41,12 +42,12 @@ pub use matcher::{fill_next_token_bitmasks, Matcher};
 pub use stack::{Position, Stack};
 
 /// Builds now the vocabulary-level data that masks use, instead of on the first mask that
-/// needs it: the slices of JSON-string runs (5-9 ms for Llama-3's 128k tokens, otherwise
+/// needs it: the slices of JSON-string runs (for a large vocabulary a few milliseconds, otherwise
 /// paid by the first mask inside a string of any grammar). A server calls it once per
 /// tokenizer at startup; the data lives as long as the vocabulary and is shared by every
 /// grammar compiled for it.
 pub fn prepare_vocabulary(vocab: &std::sync::Arc<grammask_tokenset::Vocabulary>) {
-    let _ = slices::slicing_for(vocab);
+    let _ = mask_cache::slicing_for(vocab);
 }
 
 /// Compiled grammars, caches and matchers cross threads: a compile-time check.

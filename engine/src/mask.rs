@@ -6,12 +6,11 @@
 //! token that starts with it is skipped at once.
 //!
 //! With the adaptive token mask cache on (the default), the walk only visits the
-//! context-dependent tokens of each stack's position ([`crate::token_cache`]); the rest
+//! context-dependent tokens of each stack's position ([`crate::mask_cache`]); the rest
 //! come from the cache. A position under a return position has those tokens classified
-//! once more with it ([`crate::token_cache::ParentMask`]), and the walk
-//! then visits only the ones that may return below it. A position inside a leaf rule
-//! that the cache walks through ([`crate::token_cache::View`]) is classified with its
-//! return position from the first visit.
+//! once more with it (a parent entry), and the walk then visits only the ones that may
+//! return below it. A position inside a leaf rule that the cache walks through is
+//! classified with its return position from the first visit (a through entry).
 //!
 //! A token is allowed when its last byte is read by some stack. Every automaton state
 //! can still finish its rule and every rule can finish, so an allowed token
@@ -19,10 +18,12 @@
 
 use crate::compiler::CompiledGrammar;
 use crate::error::MatchError;
+use crate::ids::SortedPos;
 use crate::ids::TokenSetId;
+use crate::mask_cache::counters::{self, Path};
+use crate::mask_cache::{MaskEntry, ParentMask, PositionMask, TokenList};
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::{Position, Stack};
-use crate::token_cache::{MaskEntry, ParentMask, PositionMask, TokenList};
 use grammask_tokenset::{bitmask_len, clear_bit, get_bit, set_bit, Vocabulary};
 use std::sync::Arc;
 
@@ -89,9 +90,10 @@ fn fill_text(
     if closure.configs.is_empty() {
         return Ok(());
     }
-    if !grammar.has_mask_cache() {
+    let Some(cache) = &grammar.mask_cache else {
         return walk(grammar, closure, None, bitmask, None);
-    }
+    };
+    let ordinary = grammar.vocab.sorted().len();
     // Context-independent tokens from the cache, then the context-dependent ones of each
     // position checked against that stack alone (the other stacks are other configs).
     // (stack, its entry, how many return positions its dependent tokens are classified
@@ -100,13 +102,18 @@ fn fill_text(
     let mut dependent: Vec<(&Stack, Entry<'_>, usize)> = Vec::new();
     for config in &closure.configs {
         // Inside a rule walked through: classified with its return position.
-        let through = grammar.walks_through(config.top.rule).then(|| config.pop()).flatten();
-        let (entry, below) = match through.and_then(|p| grammar.through_mask(config.top, p.top)) {
-            Some(entry) => (Entry::Through(entry), 2),
-            None => match grammar.position_mask(config.top) {
-                Some(entry) => (Entry::Cache(entry), 1),
-                None => continue,
-            },
+        let through = cache.walks_through(config.top.rule).then(|| config.pop()).flatten();
+        let (entry, below) = match through {
+            Some(parent) => {
+                let entry = cache.through_entry(grammar, config.top, parent.top);
+                counters::add(Path::ThroughEntry, || ordinary - entry.dependent.len());
+                (Entry::Through(entry), 2)
+            }
+            None => {
+                let entry = cache.position_entry(grammar, config.top);
+                counters::add(Path::PositionEntry, || ordinary - entry.dependent.len());
+                (Entry::Cache(entry), 1)
+            }
         };
         entry.apply(bitmask);
         if !entry.dependent.is_empty() {
@@ -128,9 +135,10 @@ fn fill_text(
         // that enter a callee such as `json-value` after some bytes) are then decided
         // once, not walked at every visit.
         frames[..n].reverse();
-        let deeper = grammar.parent_mask(&frames[..n], &entry.dependent)?;
+        let deeper = cache.parent_entry(grammar, &frames[..n], &entry.dependent)?;
         if let Some(deeper) = &deeper {
             deeper.accepted.apply(bitmask);
+            counters::add(Path::ParentEntry, || entry.dependent.len() - deeper.dependent.len());
         }
         let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
         if !remaining.is_empty() {
@@ -165,7 +173,7 @@ impl std::ops::Deref for Entry<'_> {
 pub(crate) fn classify_below(
     grammar: &CompiledGrammar,
     frames: &[Position],
-    dependent: &[u32],
+    dependent: &[SortedPos],
 ) -> Result<ParentMask, MatchError> {
     // Returning below the bottom frame ends the stack (`can_end`).
     let mut stack = Stack::root(frames[0]);
@@ -179,7 +187,7 @@ pub(crate) fn classify_below(
     let sorted = grammar.vocab.sorted();
     let accepted = dependent
         .iter()
-        .map(|&p| sorted.token_id(p as usize))
+        .map(|&p| sorted.token_id(p.index()))
         .filter(|&id| get_bit(&bits, id))
         .collect();
     Ok(ParentMask { accepted: TokenList::Ids(accepted), dependent: still })
@@ -200,13 +208,14 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
 fn walk(
     grammar: &CompiledGrammar,
     seed: &Closure,
-    positions: Option<&[u32]>,
+    positions: Option<&[SortedPos]>,
     bitmask: &mut [u32],
-    mut ended: Option<&mut Vec<u32>>,
+    mut ended: Option<&mut Vec<SortedPos>>,
 ) -> Result<(), MatchError> {
     let sorted = grammar.vocab.sorted();
-    let count = positions.map_or(sorted.len(), <[u32]>::len);
-    let position = |k: usize| positions.map_or(k, |p| p[k] as usize);
+    let count = positions.map_or(sorted.len(), <[SortedPos]>::len);
+    counters::add(Path::StackWalk, || count);
+    let position = |k: usize| positions.map_or(k, |p| p[k].index());
     // levels[d]: the closure after the first d bytes of the current token.
     let mut levels: Vec<Closure> = vec![seed.clone()];
     // ended_by[d]: whether a closure after 1..=d bytes could return below the bottom.
@@ -258,7 +267,7 @@ fn walk(
                     let refused = &bytes[..=d];
                     let first = k;
                     k += 1;
-                    while k < count && sorted.bytes(p[k] as usize).starts_with(refused) {
+                    while k < count && sorted.bytes(p[k].index()).starts_with(refused) {
                         k += 1;
                     }
                     if let Some(ended) = ended.as_deref_mut().filter(|_| ended_by[d]) {

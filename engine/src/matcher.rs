@@ -486,7 +486,7 @@ pub(crate) fn close_into(
         }
         if visited.len() >= limits.max_live_stacks {
             return Err(MatchError::Limit {
-                name: "live_stacks",
+                name: crate::compiler::LimitName::LiveStacks.as_str(),
                 message: format!(
                     "more than {} parallel parses are alive; the grammar is too ambiguous",
                     limits.max_live_stacks
@@ -501,7 +501,7 @@ pub(crate) fn close_into(
         for &(rule, return_state) in dfa.calls(top.state) {
             if stack.depth() as usize >= limits.max_stack_depth {
                 return Err(MatchError::Limit {
-                    name: "stack_depth",
+                    name: crate::compiler::LimitName::StackDepth.as_str(),
                     message: format!("rules nest deeper than {}", limits.max_stack_depth),
                 });
             }

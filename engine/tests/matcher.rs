@@ -1,7 +1,9 @@
 //! Matcher behaviour on IR grammars built in code: recursion, ambiguity, UTF-8 split
 //! across tokens, stop tokens, rollback, and the mask against a token-by-token check.
 
+use grammask_engine::mask_cache::counters::{self, Path};
 use grammask_engine::{CompileError, Compiler, MatchError, Matcher};
+use grammask_fuzz::rng::XorShift;
 use grammask_syntax::ir::{Expr, Grammar, GrammarBuilder};
 use grammask_tokenset::{bitmask_len, get_bit, Vocabulary};
 use std::sync::Arc;
@@ -85,16 +87,17 @@ fn mask_of(m: &Matcher) -> Vec<u32> {
     (0..size as u32).filter(|&i| get_bit(&mask, i)).collect()
 }
 
-/// Seeded walks (each token picked among the allowed ones by a xorshift step): at every
+/// Seeded walks (each token picked among the allowed ones at random): at every
 /// step the matchers of all `grammars` give the same mask, which is the set of tokens the
 /// first accepts one by one; `check` runs after each step's masks.
 fn masked_walks_agree(
     grammars: &[Arc<grammask_engine::CompiledGrammar>],
-    mut seed: u64,
+    seed: u64,
     walks: usize,
     steps: usize,
     check: impl Fn(),
 ) {
+    let mut rng = XorShift::new(seed);
     for _walk in 0..walks {
         let mut matchers: Vec<Matcher> = grammars.iter().map(|g| Matcher::new(g.clone())).collect();
         for _step in 0..steps {
@@ -108,15 +111,25 @@ fn masked_walks_agree(
             if ma.is_empty() || matchers[0].is_terminated() {
                 break;
             }
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let id = ma[(seed % ma.len() as u64) as usize];
+            let id = *rng.pick(ma);
             for m in &mut matchers {
                 m.accept_token(id).unwrap();
             }
         }
     }
+}
+
+/// Runs `f` and asserts that each of `paths` decided tokens meanwhile: the fast paths a
+/// test compares with the plain walk did run.
+fn fired<T>(paths: &[Path], f: impl FnOnce() -> T) -> T {
+    const { assert!(counters::ENABLED, "the engine's tests count paths (feature `path-counters`)") };
+    let before = counters::snapshot();
+    let out = f();
+    let counts = counters::snapshot().since(&before);
+    for &path in paths {
+        assert!(counts.get(path) > 0, "the path {path:?} never ran: {counts:?}");
+    }
+    out
 }
 
 fn accepted_one_by_one(m: &Matcher) -> Vec<u32> {
@@ -326,8 +339,10 @@ fn mask_cache_changes_speed_never_answers() {
     let config = grammask_engine::CompilerConfig { limits, ..Default::default() };
     let bounded = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
     let grammars = [cached.clone(), plain, bounded.clone()];
-    masked_walks_agree(&grammars, seed, 40, 30, || {
-        assert!(bounded.mask_cache_memory() <= bound);
+    fired(&[Path::PositionEntry, Path::StackWalk], || {
+        masked_walks_agree(&grammars, seed, 40, 30, || {
+            assert!(bounded.mask_cache_memory() <= bound);
+        })
     });
     assert!(
         cached.mask_cache_memory() > bound,
@@ -397,7 +412,9 @@ fn closing_tokens_classified_with_the_caller_give_the_same_masks() {
     let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
     let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
     let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
-    masked_walks_agree(&[cached.clone(), plain], 0x2545_F491_4F6C_DD1D, 60, 40, || {});
+    fired(&[Path::ParentEntry], || {
+        masked_walks_agree(&[cached.clone(), plain], 0x2545_F491_4F6C_DD1D, 60, 40, || {})
+    });
     assert!(cached.mask_cache_memory() > 0);
 }
 
@@ -425,7 +442,9 @@ fn tokens_through_whitespace_runs_give_the_same_masks() {
     let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
     let grammars = cached_plain_and_called(&v, &grammar);
     let cached = grammars[0].clone();
-    masked_walks_agree(&grammars, 0x5851_F42D_4C95_7F2D, 80, 40, || {});
+    fired(&[Path::ThroughEntry, Path::CalleeEntry], || {
+        masked_walks_agree(&grammars, 0x5851_F42D_4C95_7F2D, 80, 40, || {})
+    });
     // The run is still bounded: 32 blanks after the line break, not 33.
     for (blanks, ok) in [(31, true), (32, true), (33, false)] {
         let mut m = Matcher::new(cached.clone());
@@ -457,7 +476,9 @@ fn values_of_any_type_at_the_root_give_the_same_masks() {
     let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
     let grammars = cached_plain_and_called(&v, &grammar);
     let cached = grammars[0].clone();
-    masked_walks_agree(&grammars, 0x9E6C_63D0_676A_9A99, 120, 40, || {});
+    fired(&[Path::ParentEntry], || {
+        masked_walks_agree(&grammars, 0x9E6C_63D0_676A_9A99, 120, 40, || {})
+    });
     let mut m = Matcher::new(cached);
     m.accept_string("{\"a\": [1, {\"x\": [true, null]}], \"b\": [[], {}], \"c\": \"x\"}").unwrap();
     assert!(m.can_terminate());
@@ -534,7 +555,9 @@ fn strings_without_some_characters_give_the_same_masks() {
         "required": ["p", "q", "r", "s"], "additionalProperties": false});
     let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
     let [cached, plain] = cached_and_plain(&v, &grammar);
-    masked_walks_agree(&[cached.clone(), plain], 0x3C6E_F372_FE94_F82B, 120, 40, || {});
+    fired(&[Path::Slices], || {
+        masked_walks_agree(&[cached.clone(), plain], 0x3C6E_F372_FE94_F82B, 120, 40, || {})
+    });
     let mut m = Matcher::new(cached);
     m.accept_string("{\"p\":\"ab").unwrap();
     let text =
@@ -566,7 +589,9 @@ fn counted_run_followed_by_its_own_character() {
     let cached = Compiler::new(&v).compile_grammar(&grammar).unwrap();
     let config = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
     let plain = Compiler::new(&v).with_config(config).compile_grammar(&grammar).unwrap();
-    masked_walks_agree(&[cached.clone(), plain], 0x2F69_3B5A_D1C4_0E87, 40, 10, || {});
+    fired(&[Path::ThroughEntry], || {
+        masked_walks_agree(&[cached.clone(), plain], 0x2F69_3B5A_D1C4_0E87, 40, 10, || {})
+    });
     let m = Matcher::new(cached);
     assert_eq!(mask_of(&m), vec![0, 7, 8, 9, 10], "x, x , x  , x  y, x   y");
 }
@@ -729,7 +754,9 @@ fn vocabulary_slices_change_speed_never_answers() {
         "a": {"type": "array", "items": {"type": "string"}}
     }, "required": ["name", "b", "c", "x", "d", "a"], "additionalProperties": false}"#;
     let grammars = cached_and_plain(&v, &schema_grammar(schema));
-    masked_walks_agree(&grammars, 0x2545_F491_4F6C_DD1D, 60, 80, || {});
+    fired(&[Path::Slices, Path::Tails], || {
+        masked_walks_agree(&grammars, 0x2545_F491_4F6C_DD1D, 60, 80, || {})
+    });
 }
 
 /// Strings of more than 64 characters are read in chunks of 32, each a call of a rule
@@ -746,7 +773,9 @@ fn tokens_across_chunk_ends_give_the_same_masks() {
     let grammars = cached_and_plain(&v, &schema_grammar(schema));
     let rules = &grammars[0].grammar().rules;
     assert!(rules.iter().any(|r| r.name.contains("-repeated-")), "chunks are calls");
-    masked_walks_agree(&grammars, 0x6A09_E667_F3BC_C908, 60, 80, || {});
+    fired(&[Path::Slices, Path::ParentEntry], || {
+        masked_walks_agree(&grammars, 0x6A09_E667_F3BC_C908, 60, 80, || {})
+    });
 }
 
 /// Patterns whose characters mostly loop among a few states (`[A-Za-z0-9]` runs, `.` and
@@ -819,7 +848,9 @@ fn diverting_characters_give_the_same_masks() {
         "x": {"type": "string", "pattern": "^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$"}
     }, "required": ["a", "b", "x"], "additionalProperties": false}"#;
     let grammars = cached_and_plain(&v, &schema_grammar(schema));
-    masked_walks_agree(&grammars, 0xBB67_AE85_84CA_A73B, 80, 40, || {});
+    fired(&[Path::Diverted], || {
+        masked_walks_agree(&grammars, 0xBB67_AE85_84CA_A73B, 80, 40, || {})
+    });
     let mut m = Matcher::new(grammars[0].clone());
     m.accept_string("{\"a\":\"").unwrap();
     let text =
@@ -846,7 +877,9 @@ fn known_and_other_keys_give_the_same_masks() {
         "xx": {"type": "array", "items": {"type": "string", "minLength": 2}}
     }, "required": ["name"]}"#;
     let grammars = cached_and_plain(&v, &schema_grammar(schema));
-    masked_walks_agree(&grammars, 0x51AF_D7ED_558C_CD3B, 80, 60, || {});
+    fired(&[Path::LoopState], || {
+        masked_walks_agree(&grammars, 0x51AF_D7ED_558C_CD3B, 80, 60, || {})
+    });
 }
 
 /// Fifteen alternatives that read the same prefix and then each an unanchored pattern
@@ -1009,7 +1042,9 @@ fn escapes_stay_one_rule_walked_through() {
         .body
         .for_each_rule_ref(&mut |r| calls += usize::from(r.index() == escape));
     assert!(calls >= 2, "the root calls json-escape {calls} times");
-    masked_walks_agree(&grammars, 0x9E37_79B9_7F4A_7C15, 80, 60, || {});
+    fired(&[Path::ThroughEntry], || {
+        masked_walks_agree(&grammars, 0x9E37_79B9_7F4A_7C15, 80, 60, || {})
+    });
     for (text, ok) in [
         (r#"{"name":"a\"b\\c\/d\u00e9\ud83d\ude00\n"}"#, true),
         (r#"{"name":"\t","x\"y":1}"#, true),
@@ -1079,7 +1114,9 @@ fn tokens_entering_callees_give_the_same_masks() {
         Compiler::new(&v).with_config(plain_config).compile_grammar(&grammar).unwrap(),
         Compiler::new(&v).compile_grammar(&grammar).unwrap(),
     ];
-    masked_walks_agree(&grammars, 0xD1B5_4A32_D192_ED03, 150, 25, || {});
+    fired(&[Path::CalleeEntry], || {
+        masked_walks_agree(&grammars, 0xD1B5_4A32_D192_ED03, 150, 25, || {})
+    });
 }
 
 /// A spliced rule (a small sequence referred to from many places, like JSON whitespace)

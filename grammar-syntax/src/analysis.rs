@@ -532,13 +532,8 @@ mod tests {
     fn fixpoint_rounds_agree_with_propagation() {
         let by_propagation = |g: &Grammar| propagate(g, &Flat::new(g), productive_leaf).0;
         let nullable_by_propagation = |g: &Grammar| propagate(g, &Flat::new(g), nullable_leaf).0;
-        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = grammask_fuzz::rng::XorShift::new(0x2545_F491_4F6C_DD1D);
+        let mut next = |n: u64| rng.below(n as usize) as u64;
         for _ in 0..2_000 {
             let count = 1 + next(8) as usize;
             let mut b = GrammarBuilder::new();

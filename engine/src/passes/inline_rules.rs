@@ -21,7 +21,7 @@
 //! one per use: less for the later passes to walk, and for a compiled grammar to keep.
 //!
 //! Two kinds of leaf rules stay calls ([`stays_call`]), and the mask cache classifies
-//! tokens through their calls as if they were inlined ([`crate::token_cache`]):
+//! tokens through their calls as if they were inlined ([`crate::mask_cache`]):
 //! - long counted runs: a rule whose whole body is one ASCII character repeated `m..=n`
 //!   times with `m >= 1` and `n >= COUNTED_RUN_MIN` (the blanks of JSON whitespace after
 //!   the first) costs `n` automaton states at every site it is copied into, while a call

@@ -1,12 +1,11 @@
 //! Vocabulary slices: the tokens that are runs of JSON-string characters, grouped by
-//! length, so that classifying a position that reads any such run needs no walk over
-//! them.
+//! length, built once per vocabulary so that a position inside a string accepts most of
+//! them by one shared bitmask.
 //!
-//! Most of a large vocabulary (122,892 of Llama-3's 128,000 tokens) consists of *safe
-//! runs*: well-formed UTF-8 text without `"`, `\`, C0 controls or DEL, possibly ending in
+//! Most of a large vocabulary consists of *safe runs*: well-formed UTF-8 text without `"`, `\`, C0 controls or DEL, possibly ending in
 //! an incomplete character. Inside a JSON string every such run is readable, so a
 //! position inside a string accepts all of them; classifying it by walking the whole
-//! vocabulary costs milliseconds and is repeated for every copy of the string automaton.
+//! vocabulary is slow and is repeated for every copy of the string automaton.
 //!
 //! A [`Slicing`] splits the sorted vocabulary once per vocabulary into
 //! [`EXACT`]` + 1` *slices* (the safe runs of exactly 1, 2, ..., `EXACT` characters, an
@@ -39,31 +38,22 @@
 //! too and each group is walked from the state after its run.
 //!
 //! Slicings are vocabulary-level data, like the sorted vocabulary: built on first use for
-//! a vocabulary (5-9 ms for Llama-3's 128k tokens) and kept while the vocabulary
+//! a vocabulary and kept while the vocabulary
 //! lives, in a registry of one entry per live vocabulary ([`slicing_for`]).
 
-use crate::automaton::Dfa;
-use crate::follow::{ByteSet, RuleExits};
-use crate::ids::StateId;
+use super::runs::Excluded;
+use crate::ids::SortedPos;
 use grammask_tokenset::{bitmask_len, get_bit, set_bit, SortedVocab, Vocabulary};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// Slices of exactly 1..=`EXACT` safe characters; longer safe runs share one last slice.
 pub(crate) const EXACT: usize = 31;
 
-/// Layers of [`safe_depth`] larger than this end the search (no slice is used past the
-/// depth reached so far).
-const MAX_LEVEL_STATES: usize = 64;
-
-/// States [`safe_depth`] visits at most (a linear scan checks each new one).
-const MAX_VISITED_STATES: usize = 256;
-
 /// The UTF-8 encodings of the safe characters (every Unicode scalar value but `"`, `\`,
 /// U+0000-U+001F and U+007F), as sequences of byte ranges (Unicode's table of
 /// well-formed byte sequences).
-const SAFE_CHARS: &[&[(u8, u8)]] = &[
+pub(super) const SAFE_CHARS: &[&[(u8, u8)]] = &[
     &[(0x20, 0x21)],
     &[(0x23, 0x5B)],
     &[(0x5D, 0x7E)],
@@ -78,184 +68,15 @@ const SAFE_CHARS: &[&[(u8, u8)]] = &[
 ];
 
 /// The safe characters of one byte.
-fn safe_ascii() -> impl Iterator<Item = u8> {
+pub(super) fn safe_ascii() -> impl Iterator<Item = u8> {
     (0x20..=0x7E).filter(|&b| b != b'"' && b != b'\\')
 }
 
 /// The first bytes of the safe characters of more than one byte.
-const NON_ASCII_LEADS: std::ops::RangeInclusive<u8> = 0xC2..=0xF4;
+pub(super) const NON_ASCII_LEADS: std::ops::RangeInclusive<u8> = 0xC2..=0xF4;
 
 /// The sequences of [`SAFE_CHARS`] of one byte (the first ones).
-const ASCII_SEQS: usize = 3;
-
-/// Safe characters a position may refuse and still take slices, at most (beyond "every
-/// character of more than one byte"). Fewer than 64, so that every proper prefix of an
-/// excluded character is also a prefix of a safe character not excluded (each has at
-/// least 64): a token ending in such a prefix is read where the slices accept it.
-const MAX_EXCLUDED: usize = 32;
-
-/// Search steps [`Excluded::at`] takes at most to list the characters refused.
-const MAX_EXCLUDED_SEARCH: usize = 4096;
-
-/// The safe characters a position refuses (a pattern's or a format's alphabet: `[^#/]`,
-/// ECMAScript's `.` without U+2028 and U+2029, ASCII only): where every state on the way
-/// refuses exactly these, a token of the slices that holds one is rejected, the others
-/// are accepted by the slices' bitmask ([`Slicing::union_without`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Excluded {
-    /// Bit `b`: the safe ASCII character `b` is refused.
-    ascii: u128,
-    /// Every safe character of more than one byte is refused.
-    non_ascii: bool,
-    /// Otherwise, the refused ones of more than one byte, as UTF-8, in search order.
-    others: Vec<smallvec::SmallVec<[u8; 4]>>,
-}
-
-impl Excluded {
-    /// Whether no safe character is excluded.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.ascii == 0 && !self.non_ascii && self.others.is_empty()
-    }
-
-    /// The safe characters `state` refuses, when slices can still serve it: at most
-    /// [`MAX_EXCLUDED`] of them, or every one of more than one byte and at most
-    /// [`MAX_EXCLUDED`] of one byte (`None` otherwise).
-    pub(crate) fn at(dfa: &Dfa, state: StateId) -> Option<Excluded> {
-        let refused = |b: u8| dfa.next(state, b).is_none();
-        // Most positions (outside strings) refuse most characters: stop early.
-        let mut ascii = 0u128;
-        let mut budget = MAX_EXCLUDED;
-        for b in safe_ascii().filter(|&b| refused(b)) {
-            budget = budget.checked_sub(1)?;
-            ascii |= 1 << b;
-        }
-        let mut excluded = Excluded { ascii, ..Excluded::default() };
-        if NON_ASCII_LEADS.clone().all(refused) {
-            excluded.non_ascii = true;
-            return Some(excluded);
-        }
-        let reps = class_reps(dfa);
-        let mut search = RefusedSearch {
-            dfa,
-            read_all: Vec::new(),
-            out: Vec::new(),
-            budget,
-            steps: MAX_EXCLUDED_SEARCH,
-        };
-        for (seq, seq_reps) in SAFE_CHARS.iter().zip(reps).skip(ASCII_SEQS) {
-            let mut path = smallvec::SmallVec::<[u8; 4]>::new();
-            search.refused(seq, seq_reps, state, &mut path)?;
-        }
-        excluded.others = search.out;
-        Some(excluded)
-    }
-}
-
-/// The search of [`Excluded::at`] for the refused characters of more than one byte.
-struct RefusedSearch<'a> {
-    dfa: &'a Dfa,
-    /// `(byte index, state, whether every rest of a character is read from there)`,
-    /// for the sequence searched.
-    read_all: Vec<(usize, StateId, bool)>,
-    /// The refused characters found, as UTF-8.
-    out: Vec<smallvec::SmallVec<[u8; 4]>>,
-    /// How many more characters may be refused.
-    budget: usize,
-    /// Search steps left.
-    steps: usize,
-}
-
-impl RefusedSearch<'_> {
-    /// Whether `state` reads the bytes `k..` of every character of the sequence.
-    fn reads_all(
-        &mut self,
-        reps: &[smallvec::SmallVec<[u8; 8]>],
-        k: usize,
-        state: StateId,
-    ) -> Option<bool> {
-        if let Some(&(_, _, known)) = self.read_all.iter().find(|e| (e.0, e.1) == (k, state)) {
-            return Some(known);
-        }
-        let mut all = true;
-        for &b in &reps[k] {
-            self.steps = self.steps.checked_sub(1)?;
-            all &= match self.dfa.next(state, b) {
-                None => false,
-                Some(next) if k + 1 < reps.len() => self.reads_all(reps, k + 1, next)?,
-                Some(_) => true,
-            };
-            if !all {
-                break;
-            }
-        }
-        self.read_all.push((k, state, all));
-        Some(all)
-    }
-
-    /// Lists the characters of `seq` refused from `state` after the bytes of `path`
-    /// (one representative of each byte's class): `None` when they would pass the
-    /// budget or the search its steps.
-    fn refused(
-        &mut self,
-        seq: &[(u8, u8)],
-        reps: &[smallvec::SmallVec<[u8; 8]>],
-        state: StateId,
-        path: &mut smallvec::SmallVec<[u8; 4]>,
-    ) -> Option<()> {
-        if path.is_empty() {
-            self.read_all.clear();
-            if self.reads_all(reps, 0, state)? {
-                return Some(());
-            }
-        }
-        let k = path.len();
-        for &b in &reps[k] {
-            self.steps = self.steps.checked_sub(1)?;
-            path.push(b);
-            match self.dfa.next(state, b) {
-                Some(next) if k + 1 < seq.len() => {
-                    if !self.reads_all(reps, k + 1, next)? {
-                        self.refused(seq, reps, next, path)?;
-                    }
-                }
-                Some(_) => {}
-                None => self.list(seq, path)?,
-            }
-            path.pop();
-        }
-        Some(())
-    }
-
-    /// Adds every character of `seq` whose bytes so far are in the classes of `path`.
-    fn list(&mut self, seq: &[(u8, u8)], path: &[u8]) -> Option<()> {
-        let dfa = self.dfa;
-        let choices: Vec<Vec<u8>> = seq
-            .iter()
-            .enumerate()
-            .map(|(j, &(lo, hi))| match path.get(j) {
-                Some(&p) => (lo..=hi).filter(|&x| dfa.byte_class(x) == dfa.byte_class(p)).collect(),
-                None => (lo..=hi).collect(),
-            })
-            .collect();
-        let count = choices.iter().try_fold(1usize, |n, c| n.checked_mul(c.len()))?;
-        self.budget = self.budget.checked_sub(count)?;
-        let mut chars: Vec<smallvec::SmallVec<[u8; 4]>> = vec![smallvec::SmallVec::new()];
-        for c in &choices {
-            chars = chars
-                .iter()
-                .flat_map(|prefix| {
-                    c.iter().map(move |&x| {
-                        let mut bytes = prefix.clone();
-                        bytes.push(x);
-                        bytes
-                    })
-                })
-                .collect();
-        }
-        self.out.extend(chars);
-        Some(())
-    }
-}
+pub(super) const ASCII_SEQS: usize = 3;
 
 /// The number of safe characters of `bytes` when it is a non-empty safe run (an
 /// incomplete last character counts as one), else `None`.
@@ -276,6 +97,11 @@ fn safe_chars(bytes: &[u8]) -> Option<usize> {
 /// (see [`grammask_tokenset::SortedVocab`] for the meaning of `lcp` and the skip). Its
 /// *keys* are byte strings in ascending order, each standing for one or more tokens.
 pub(crate) trait Trie {
+    /// What a walk records of an accepted key: token ids, or key indices.
+    type Accepted: Copy;
+    /// What a walk records of a context-dependent key: sorted-vocabulary positions, or
+    /// key indices.
+    type Dependent: Copy;
     /// The byte of a token where the keys start: 0, or 1 for [`Tails`] (keys that
     /// follow at least one character of their tokens).
     const OFFSET: usize;
@@ -289,12 +115,14 @@ pub(crate) trait Trie {
     /// `k`-th key, or `count()`.
     fn skip(&self, k: usize, depth: usize) -> usize;
     /// Pushes the ids of the tokens of the `k`-th key.
-    fn accepted(&self, k: usize, ids: &mut Vec<u32>);
+    fn accepted(&self, k: usize, ids: &mut Vec<Self::Accepted>);
     /// Pushes the sorted-vocabulary positions of the tokens of the keys `k..end`.
-    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>);
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<Self::Dependent>);
 }
 
 impl Trie for SortedVocab {
+    type Accepted = u32;
+    type Dependent = SortedPos;
     const OFFSET: usize = 0;
     #[inline]
     fn count(&self) -> usize {
@@ -317,8 +145,8 @@ impl Trie for SortedVocab {
         ids.push(self.token_id(k));
     }
     #[inline]
-    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
-        positions.extend(k as u32..end as u32);
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<SortedPos>) {
+        positions.extend(SortedPos::range(k, end));
     }
 }
 
@@ -402,7 +230,7 @@ impl Keys {
 #[derive(Debug, Default)]
 pub(crate) struct Part {
     /// Sorted-vocabulary positions, ascending.
-    positions: Vec<u32>,
+    positions: Vec<SortedPos>,
     /// Token ids.
     ids: Vec<u32>,
     /// The tokens' bytes.
@@ -411,9 +239,9 @@ pub(crate) struct Part {
 
 impl Part {
     /// The walk data of the tokens at `positions` (ascending) of `sorted`.
-    fn build(sorted: &SortedVocab, positions: Vec<u32>) -> Part {
-        let ids = positions.iter().map(|&p| sorted.token_id(p as usize)).collect();
-        let keys = Keys::build(positions.iter().map(|&p| sorted.bytes(p as usize)));
+    fn build(sorted: &SortedVocab, positions: Vec<SortedPos>) -> Part {
+        let ids = positions.iter().map(|&p| sorted.token_id(p.index())).collect();
+        let keys = Keys::build(positions.iter().map(|&p| sorted.bytes(p.index())));
         Part { positions, ids, keys }
     }
 
@@ -425,6 +253,8 @@ impl Part {
 }
 
 impl Trie for Part {
+    type Accepted = u32;
+    type Dependent = SortedPos;
     const OFFSET: usize = 0;
     #[inline]
     fn count(&self) -> usize {
@@ -447,7 +277,7 @@ impl Trie for Part {
         ids.push(self.ids[k]);
     }
     #[inline]
-    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<SortedPos>) {
         positions.extend_from_slice(&self.positions[k..end]);
     }
 }
@@ -457,7 +287,7 @@ impl Trie for Part {
 /// where every safe run leads to one state ([`run_layers`]), such a token goes
 /// wherever its tail goes from there, after one byte at least; tokens of one tail are
 /// classified together.
-/// Llama-3's 2,757 such tokens (`abc",`, `x\n`, ...) have 326 tails.
+/// Such tokens (`abc",`, `x\n`, ...) have far fewer distinct tails than tokens.
 #[derive(Debug, Default)]
 pub(crate) struct Tails {
     /// The distinct tails.
@@ -467,22 +297,22 @@ pub(crate) struct Tails {
     /// Token ids, tail by tail.
     ids: Vec<u32>,
     /// Their sorted-vocabulary positions.
-    positions: Vec<u32>,
+    positions: Vec<SortedPos>,
 }
 
 impl Tails {
     /// The tails of the tokens at `positions` of `sorted`, each with the length of the
     /// safe run it follows (`> 0`).
-    fn build(sorted: &SortedVocab, tokens: &[(u32, usize)]) -> Tails {
-        let mut by_tail: std::collections::BTreeMap<&[u8], Vec<u32>> = Default::default();
+    fn build(sorted: &SortedVocab, tokens: &[(SortedPos, usize)]) -> Tails {
+        let mut by_tail: std::collections::BTreeMap<&[u8], Vec<SortedPos>> = Default::default();
         for &(p, run) in tokens {
-            by_tail.entry(&sorted.bytes(p as usize)[run..]).or_default().push(p);
+            by_tail.entry(&sorted.bytes(p.index())[run..]).or_default().push(p);
         }
         let keys = Keys::build(by_tail.keys().copied());
         let mut t = Tails { keys, members: vec![0], ..Tails::default() };
         for members in by_tail.values() {
             t.positions.extend_from_slice(members);
-            t.ids.extend(members.iter().map(|&p| sorted.token_id(p as usize)));
+            t.ids.extend(members.iter().map(|&p| sorted.token_id(p.index())));
             t.members.push(t.positions.len() as u32);
         }
         t
@@ -496,6 +326,8 @@ impl Tails {
 }
 
 impl Trie for Tails {
+    type Accepted = u32;
+    type Dependent = SortedPos;
     const OFFSET: usize = 1;
     #[inline]
     fn count(&self) -> usize {
@@ -518,7 +350,7 @@ impl Trie for Tails {
         ids.extend_from_slice(&self.ids[self.members[k] as usize..self.members[k + 1] as usize]);
     }
     #[inline]
-    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<u32>) {
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<SortedPos>) {
         let range = self.members[k] as usize..self.members[end] as usize;
         positions.extend_from_slice(&self.positions[range]);
     }
@@ -529,6 +361,8 @@ impl Trie for Tails {
 pub(crate) struct TailKeys<'a>(pub(crate) &'a Tails);
 
 impl Trie for TailKeys<'_> {
+    type Accepted = u32;
+    type Dependent = u32;
     const OFFSET: usize = 1;
     #[inline]
     fn count(&self) -> usize {
@@ -620,7 +454,7 @@ pub(crate) struct Slicing {
     excluded_unions: Mutex<ExcludedUnions>,
     /// The sorted-vocabulary positions of the tokens of the slices that hold one of some
     /// ASCII characters, by their bit set ([`Diverted`]): at most [`MAX_EXCLUDED_UNIONS`].
-    holding: Mutex<HashMap<u128, Arc<Vec<u32>>>>,
+    holding: Mutex<HashMap<u128, Arc<Vec<SortedPos>>>>,
 }
 
 /// Bitmasks of the first `m` slices without excluded characters, by `(m, excluded)`.
@@ -634,16 +468,16 @@ impl Slicing {
     /// Splits the ordinary tokens of `vocab`.
     fn build(vocab: &Vocabulary) -> Slicing {
         let sorted = vocab.sorted();
-        let mut members: Vec<Vec<u32>> = vec![Vec::new(); EXACT + 1];
+        let mut members: Vec<Vec<SortedPos>> = vec![Vec::new(); EXACT + 1];
         let mut rest = Vec::new();
         let mut covers_all = EXACT + 1;
         for i in 0..sorted.len() {
             match safe_chars(sorted.bytes(i)) {
                 Some(c) => {
-                    members[c.min(EXACT + 1) - 1].push(i as u32);
+                    members[c.min(EXACT + 1) - 1].push(SortedPos::new(i));
                     covers_all = covers_all.max(c);
                 }
-                None => rest.push(i as u32),
+                None => rest.push(SortedPos::new(i)),
             }
         }
         let words = bitmask_len(vocab.vocab_size());
@@ -651,7 +485,7 @@ impl Slicing {
         let mut union = Vec::with_capacity(EXACT + 1);
         for slice in &members {
             for &p in slice {
-                set_bit(&mut bits, sorted.token_id(p as usize));
+                set_bit(&mut bits, sorted.token_id(p.index()));
             }
             union.push(Arc::new(bits.clone()));
         }
@@ -661,8 +495,8 @@ impl Slicing {
         }
         let mut contains_non_ascii = vec![0u32; words];
         for &p in members.iter().flatten() {
-            let id = sorted.token_id(p as usize);
-            for &b in sorted.bytes(p as usize) {
+            let id = sorted.token_id(p.index());
+            for &b in sorted.bytes(p.index()) {
                 match contains.get_mut(b as usize) {
                     Some(bits) => set_bit(bits, id),
                     None => set_bit(&mut contains_non_ascii, id),
@@ -674,7 +508,7 @@ impl Slicing {
         let mut by_run = vec![Vec::new(); RUN_LAYERS];
         let mut long_runs = Vec::new();
         for &p in &rest {
-            let (run, chars) = safe_run(sorted.bytes(p as usize));
+            let (run, chars) = safe_run(sorted.bytes(p.index()));
             rest_runs.push(run as u32);
             match chars {
                 0 => head.push(p),
@@ -713,7 +547,7 @@ impl Slicing {
     /// The sorted-vocabulary positions (ascending) of the tokens of the slices that hold
     /// one of the safe ASCII characters of `chars` (bit `b`: character `b`); `None` when
     /// the slicing already keeps [`MAX_EXCLUDED_UNIONS`] other such lists.
-    pub(crate) fn holding(&self, sorted: &SortedVocab, chars: u128) -> Option<Arc<Vec<u32>>> {
+    pub(crate) fn holding(&self, sorted: &SortedVocab, chars: u128) -> Option<Arc<Vec<SortedPos>>> {
         // The map only ever gains complete entries: a poisoned lock is used as is.
         let mut lists = self.holding.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(list) = lists.get(&chars) {
@@ -729,8 +563,8 @@ impl Slicing {
                 *w |= c;
             }
         }
-        let list: Vec<u32> = (0..sorted.len() as u32)
-            .filter(|&p| get_bit(&bits, sorted.token_id(p as usize)))
+        let list: Vec<SortedPos> = SortedPos::range(0, sorted.len())
+            .filter(|&p| get_bit(&bits, sorted.token_id(p.index())))
             .collect();
         let list = Arc::new(list);
         lists.insert(chars, list.clone());
@@ -890,425 +724,6 @@ pub(crate) fn slicing_for(vocab: &Arc<Vocabulary>) -> Arc<Slicing> {
     slicing
 }
 
-/// Small sorted sets of states.
-type StateSet = smallvec::SmallVec<[StateId; 4]>;
-
-/// Every byte of a safe character: the safe ASCII ones, the leads and the continuations.
-const SAFE_BYTES: ByteSet =
-    ByteSet::of_ranges(&[(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0xBF), (0xC2, 0xF4)]);
-
-/// Whether the matcher could leave the automaton's path at `state` while reading a safe
-/// character: `state` has an exit byte ([`RuleExits`]) among their bytes (a classification
-/// walk then marks the token context-dependent, see [`crate::token_cache`]).
-fn is_open(exits: &RuleExits, state: StateId) -> bool {
-    exits.any_of(state, &SAFE_BYTES)
-}
-
-/// One character read from a set of states.
-struct CharStep {
-    /// The states after one safe character, when every state of the set reads every safe
-    /// character (and no set grew past [`MAX_LEVEL_STATES`]).
-    next: Option<StateSet>,
-    /// Whether a state reached after at least one byte of a character was open.
-    open: bool,
-}
-
-/// For each byte range of each sequence of [`SAFE_CHARS`]: one byte of each byte class
-/// of the automaton met in the range (bytes of one class have the same transitions).
-pub(crate) type ClassReps = Vec<Vec<smallvec::SmallVec<[u8; 8]>>>;
-
-/// The [`ClassReps`] of `dfa`.
-fn class_reps(dfa: &Dfa) -> &ClassReps {
-    dfa.safe_reps.get_or_init(|| compute_class_reps(dfa))
-}
-
-fn compute_class_reps(dfa: &Dfa) -> ClassReps {
-    SAFE_CHARS
-        .iter()
-        .map(|seq| {
-            seq.iter()
-                .map(|&(lo, hi)| {
-                    let mut seen = [false; 256];
-                    (lo..=hi)
-                        .filter(|&b| {
-                            !std::mem::replace(&mut seen[dfa.byte_class(b) as usize], true)
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// Reads one safe character from every state of `from`. With a `reference` state
-/// (the one [`Excluded`] was read at), only the characters the reference reads, and each
-/// state must refuse the others as the reference does (at the same byte).
-fn step_char(
-    dfa: &Dfa,
-    exits: &RuleExits,
-    reps: &[Vec<smallvec::SmallVec<[u8; 8]>>],
-    from: &StateSet,
-    reference: Option<StateId>,
-) -> CharStep {
-    let mut out = StateSet::new();
-    // (state, reference state): the reference is `from`'s own state when there is none.
-    let mut frontier: smallvec::SmallVec<[(StateId, StateId); 4]> = smallvec::SmallVec::new();
-    let mut next: smallvec::SmallVec<[(StateId, StateId); 4]> = smallvec::SmallVec::new();
-    let mut open = false;
-    for seq in reps {
-        frontier.clear();
-        frontier.extend(from.iter().map(|&s| (s, reference.unwrap_or(s))));
-        for range in seq {
-            next.clear();
-            for &(s, r) in &frontier {
-                for &b in range {
-                    let t = dfa.next(s, b);
-                    // Without a reference every character must be read.
-                    let expected = if reference.is_some() { dfa.next(r, b) } else { Some(r) };
-                    match (t, expected) {
-                        (Some(t), Some(u)) => {
-                            let pair = (t, if reference.is_some() { u } else { t });
-                            // Most bytes of a range go to one state: skip repeats early.
-                            if next.last() != Some(&pair) {
-                                next.push(pair);
-                            }
-                        }
-                        (None, None) => {}
-                        _ => return CharStep { next: None, open },
-                    }
-                }
-            }
-            next.sort_unstable();
-            next.dedup();
-            if next.len() > MAX_LEVEL_STATES {
-                return CharStep { next: None, open: true };
-            }
-            open |= next.iter().any(|&(t, _)| is_open(exits, t));
-            std::mem::swap(&mut frontier, &mut next);
-        }
-        out.extend(frontier.iter().map(|&(t, _)| t));
-    }
-    out.sort_unstable();
-    out.dedup();
-    CharStep { next: (out.len() <= MAX_LEVEL_STATES).then_some(out), open }
-}
-
-/// The nearest state, reached from `state` by safe characters (`state` itself
-/// included), that reads every safe character back to itself without an open state on
-/// the way or at it, among the first [`MAX_LEVEL_STATES`] such states reached; a walk
-/// that gets there at the end of a safe run goes on as the token's tail does from there.
-/// The strings of object keys that are either known names or any others have one: the
-/// state of the other keys.
-pub(crate) fn safe_loop_state(dfa: &Dfa, exits: &RuleExits, state: StateId) -> Option<StateId> {
-    let reps = class_reps(dfa);
-    let mut seen: StateSet = smallvec::smallvec![state];
-    let mut i = 0;
-    while i < seen.len().min(MAX_LEVEL_STATES) {
-        let s = seen[i];
-        let from: StateSet = smallvec::smallvec![s];
-        let step = step_char(dfa, exits, reps, &from, None);
-        if let Some(next) = step.next {
-            if !step.open && !is_open(exits, s) && next.as_slice() == [s] {
-                return Some(s);
-            }
-            for t in next {
-                if !seen.contains(&t) {
-                    seen.push(t);
-                }
-            }
-        }
-        i += 1;
-    }
-    None
-}
-
-/// The states after 1, 2, ..., `n` safe characters from `state`, when each is one state
-/// whatever the characters, with no open state ([`is_open`]) on the way: a token whose
-/// safe run is `r <= n` characters long then goes on from the `r`-th as its tail does
-/// ([`Tails`]). In a plain string the first layer already reads every safe character
-/// back to itself and so are all the others; in a string of bounded length they differ.
-pub(crate) fn run_layers(
-    dfa: &Dfa,
-    exits: &RuleExits,
-    state: StateId,
-    n: usize,
-) -> Option<smallvec::SmallVec<[StateId; RUN_LAYERS]>> {
-    let reps = class_reps(dfa);
-    let mut layers = smallvec::SmallVec::new();
-    let mut from: StateSet = smallvec::smallvec![state];
-    while layers.len() < n {
-        let step = step_char(dfa, exits, reps, &from, None);
-        match step.next.as_deref() {
-            // Back where it was: every later layer is this state too.
-            Some(&[t]) if !step.open && from[0] == t => layers.resize(n, t),
-            Some(&[t]) if !step.open => layers.push(t),
-            _ => return None,
-        }
-        from = step.next?;
-    }
-    Some(layers)
-}
-
-/// Whether every state of `set` refuses the first byte of every safe character.
-fn refuses_every_char(dfa: &Dfa, set: &StateSet) -> bool {
-    set.iter().all(|&s| {
-        SAFE_CHARS.iter().all(|seq| (seq[0].0..=seq[0].1).all(|b| dfa.next(s, b).is_none()))
-    })
-}
-
-/// A position of a pattern whose characters mostly lead to a few states that read them
-/// all again (the local part of an e-mail address, a host name: `[a-z0-9]` loops, `.` and
-/// `-` go elsewhere): the safe ASCII characters split into the `kept` ones, which every
-/// state of the closure they reach from the position reads (staying in it), the
-/// `diverting` ones, which the position or a state of the closure reads but which are not
-/// kept, and the others, which none of them reads. A token of the slices (safe characters
-/// only) of kept characters only is then accepted, one without diverting characters is
-/// rejected where it meets its first other one, and those holding a diverting character
-/// are walked ([`Slicing::holding`]).
-#[derive(Debug)]
-pub(crate) struct Diverted {
-    /// The characters not kept.
-    pub(crate) excluded: Excluded,
-    /// The diverting characters (ASCII), bit `b` for character `b`.
-    pub(crate) diverting: u128,
-}
-
-/// States of a [`Diverted`] closure at most.
-const MAX_DIVERT_STATES: usize = 16;
-/// Diverting characters at most (their tokens are walked).
-const MAX_DIVERTING: u32 = 16;
-
-/// The [`Diverted`] split at `state`, which refuses `excluded`: the kept characters
-/// start as those `state` reads (the characters of more than one byte all or none); while
-/// a state of their closure refuses some of the kept ASCII ones, the characters that lead
-/// into that state are no longer kept. `None` when the closure grows past
-/// [`MAX_DIVERT_STATES`] states, a state of it is open ([`is_open`]), refuses a kept
-/// character of more than one byte or reads one that is not kept, or more than
-/// [`MAX_DIVERTING`] characters divert (or none: the safe depth then covers the position
-/// already).
-pub(crate) fn diverted(
-    dfa: &Dfa,
-    exits: &RuleExits,
-    state: StateId,
-    excluded: &Excluded,
-) -> Option<Diverted> {
-    if !excluded.others.is_empty() {
-        return None;
-    }
-    let reads = |s: StateId| -> u128 {
-        safe_ascii().filter(|&b| dfa.next(s, b).is_some()).fold(0, |m, b| m | 1 << b)
-    };
-    let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
-    let mut kept = reads(state);
-    // Each round but the last keeps fewer characters, which then divert.
-    for _ in 0..=MAX_DIVERTING {
-        // The closure of `state` by the kept characters.
-        let mut closure = vec![state];
-        let mut i = 0;
-        while let Some(&s) = closure.get(i) {
-            i += 1;
-            let mut next: StateSet = StateSet::new();
-            for b in safe_ascii().filter(|&b| kept >> b & 1 != 0) {
-                next.extend(dfa.next(s, b));
-            }
-            if excluded.non_ascii {
-                if NON_ASCII_LEADS.clone().any(|b| dfa.next(s, b).is_some()) {
-                    return None;
-                }
-            } else {
-                let from: StateSet = smallvec::smallvec![s];
-                let step = step_char(dfa, exits, multi_byte, &from, None);
-                match step.next {
-                    Some(targets) if !step.open => next.extend(targets),
-                    _ => return None,
-                }
-            }
-            for t in next {
-                if !closure.contains(&t) {
-                    if closure.len() == MAX_DIVERT_STATES {
-                        return None;
-                    }
-                    closure.push(t);
-                }
-            }
-        }
-        // A state that refuses a kept character: its way in is no longer kept.
-        let short = closure.iter().copied().find(|&s| kept & !reads(s) != 0);
-        let Some(short) = short else {
-            if closure.iter().any(|&s| is_open(exits, s)) {
-                return None;
-            }
-            let read = closure.iter().fold(0, |m, &s| m | reads(s));
-            let diverting = read & !kept;
-            let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
-            return (diverting != 0 && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
-                excluded: Excluded {
-                    ascii: safe & !kept,
-                    non_ascii: excluded.non_ascii,
-                    others: Vec::new(),
-                },
-                diverting,
-            });
-        };
-        let into = safe_ascii()
-            .filter(|&b| {
-                closure.iter().any(|&s| kept >> b & 1 != 0 && dfa.next(s, b) == Some(short))
-            })
-            .fold(0u128, |m, b| m | 1 << b);
-        kept &= !into;
-    }
-    None
-}
-
-/// What [`safe_depth`] found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SafeDepth {
-    /// The largest `r` (at most the cap) such that every sequence of at most `r` safe
-    /// characters (and so every prefix of one) is read from the state.
-    pub(crate) depth: usize,
-    /// Whether every run of more than `depth` safe characters is refused at its
-    /// character `depth + 1` without the matcher having been able to leave the
-    /// automaton on the way: no state reached after the first byte is open, and every
-    /// state after `depth` characters refuses the first byte of every safe character.
-    /// Such runs are rejected whatever the stack.
-    pub(crate) rejects_longer: bool,
-}
-
-/// A memo entry of [`safe_depth`] not filled yet.
-pub(crate) const UNKNOWN_DEPTH: u32 = u32::MAX;
-
-/// A memo entry of [`safe_depth`] for a state from which no state that refuses a safe
-/// character is reachable.
-const UNBOUNDED_DEPTH: u32 = u32::MAX - 1;
-
-/// The safe depth of `state`, capped at `cap` (see [`SafeDepth`]): the distance, in
-/// characters, from `state` to the nearest state that refuses some safe character. A
-/// breadth-first search by characters, each state visited once (at most
-/// [`MAX_VISITED_STATES`]; past that, or when a layer grows past [`MAX_LEVEL_STATES`],
-/// the depth reached is returned, a lower bound); when no new state is left, no state
-/// that refuses a character is reachable and the depth is unbounded (`cap`).
-///
-/// `rejects_longer` needs the exact set of states after `depth` characters: it is only
-/// claimed while no layer met an already visited state (then each layer is exactly the
-/// set of states after that many characters).
-///
-/// `memo` (one entry per state of the automaton) spares later positions the same search:
-/// when a search ends unbounded, every state it visited is marked unbounded; otherwise
-/// each state it first met after `i` characters keeps the lower bound `depth - i` of its
-/// own depth (were it nearer to a refusing state, so would the start be). A later search
-/// stops at a layer whose states are all known: unbounded when all are, and where their
-/// least bound puts the depth past [`EXACT`] + 1, since past [`EXACT`] characters only
-/// the depth matters, and only to accept the last slice whole (the next positions of a
-/// long string, or of a long pattern's chain of states, stop one character in instead of
-/// searching as far again). A lower bound only makes fewer slices accepted whole:
-/// answers never depend on the memo.
-///
-/// With `excluded` characters ([`Excluded::at`] the state), the search reads the other
-/// safe characters and every state on the way must refuse the first byte of each
-/// excluded one, and none may be open (not even `state`): a token of the slices within
-/// the depth that holds an excluded character is then rejected where it meets it. The
-/// depth is 0 when a state on the way is open.
-pub(crate) fn safe_depth(
-    dfa: &Dfa,
-    exits: &RuleExits,
-    state: StateId,
-    cap: usize,
-    memo: &[AtomicU32],
-    excluded: &Excluded,
-) -> SafeDepth {
-    if excluded.is_empty() {
-        return search_depth(dfa, exits, state, cap, memo, None).0;
-    }
-    // A token holding an excluded character is rejected where it meets it only if no
-    // state on the way could leave the automaton. The memo is for runs of every safe
-    // character.
-    let (found, open) = search_depth(dfa, exits, state, cap, &[], Some(state));
-    if open || is_open(exits, state) {
-        return SafeDepth { depth: 0, rejects_longer: false };
-    }
-    found
-}
-
-/// [`safe_depth`]'s search, reading the safe characters (only those `reference` reads,
-/// see [`step_char`]), and whether a state reached on the way (after at least one byte)
-/// was open.
-fn search_depth(
-    dfa: &Dfa,
-    exits: &RuleExits,
-    state: StateId,
-    cap: usize,
-    memo: &[AtomicU32],
-    reference: Option<StateId>,
-) -> (SafeDepth, bool) {
-    // Each state visited, with the layer it was first met in (its distance from `state`).
-    let mut visited: Vec<(StateId, u32)> = vec![(state, 0)];
-    let mut layer: StateSet = smallvec::smallvec![state];
-    let mut open = false;
-    let mut exact_layers = true;
-    let mut depth = 0;
-    let mut unbounded = false;
-    let mut rejects_longer = false;
-    let reps = class_reps(dfa);
-    let known =
-        |s: StateId| memo.get(s.index()).map_or(UNKNOWN_DEPTH, |m| m.load(Ordering::Relaxed));
-    let found = loop {
-        if depth >= cap {
-            break cap;
-        }
-        if depth > 0 {
-            // The layer's least known bound (every state known), as a depth from `state`.
-            let least = layer.iter().try_fold(UNBOUNDED_DEPTH, |least, &s| match known(s) {
-                UNKNOWN_DEPTH => None,
-                m => Some(least.min(m)),
-            });
-            match least {
-                Some(UNBOUNDED_DEPTH) => {
-                    unbounded = true;
-                    break cap;
-                }
-                // A lower bound ends the search where it puts the depth past the slices
-                // read exactly (only the depth matters there, not `rejects_longer`).
-                Some(m) if depth > EXACT || depth + m as usize > EXACT + 1 => {
-                    break cap.min(depth + m as usize)
-                }
-                _ => {}
-            }
-        }
-        let step = step_char(dfa, exits, reps, &layer, reference);
-        let Some(next) = step.next else {
-            rejects_longer = depth > 0 && exact_layers && !open && refuses_every_char(dfa, &layer);
-            break depth;
-        };
-        open |= step.open;
-        let before = next.len();
-        layer = next.into_iter().filter(|s| !visited.iter().any(|&(v, _)| v == *s)).collect();
-        exact_layers &= layer.len() == before;
-        if layer.is_empty() {
-            unbounded = true;
-            break cap;
-        }
-        if visited.len() + layer.len() > MAX_VISITED_STATES {
-            break depth + 1;
-        }
-        visited.extend(layer.iter().map(|&s| (s, depth as u32 + 1)));
-        depth += 1;
-    };
-    for &(s, at) in &visited {
-        let Some(m) = memo.get(s.index()) else { continue };
-        // Unbounded: every state reachable from a visited one was visited or known
-        // unbounded, and none refuses a character. Otherwise a state first met after
-        // `at` characters is at least `found - at` characters from one that refuses a
-        // character (or `state` would be nearer): a lower bound kept if larger.
-        let bound =
-            if unbounded { UNBOUNDED_DEPTH } else { found.saturating_sub(at as usize) as u32 };
-        let current = m.load(Ordering::Relaxed);
-        if current == UNKNOWN_DEPTH || (current != UNBOUNDED_DEPTH && current < bound) {
-            m.store(bound, Ordering::Relaxed);
-        }
-    }
-    (SafeDepth { depth: found, rejects_longer }, open)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1337,7 +752,7 @@ mod tests {
             .collect();
         let v = Vocabulary::from_byte_tokens(tokens, &[], &[], None).unwrap();
         let sorted = v.sorted();
-        let all = Part::build(sorted, (0..sorted.len() as u32).collect());
+        let all = Part::build(sorted, SortedPos::range(0, sorted.len()).collect());
         for k in 0..sorted.len() {
             assert_eq!(all.shared(k), sorted.lcp(k));
             for d in 0..=sorted.bytes(k).len() {
@@ -1345,7 +760,7 @@ mod tests {
             }
         }
         // "a", "abc", "b": "abc" shares one byte with "a", "b" none.
-        let some = Part::build(sorted, vec![0, 2, 4]);
+        let some = Part::build(sorted, [0, 2, 4].map(SortedPos::new).to_vec());
         assert_eq!((some.shared(1), some.shared(2)), (1, 0));
         assert_eq!(some.skip(0, 1), 2);
         assert_eq!(some.skip(1, 2), 2);
@@ -1364,10 +779,10 @@ mod tests {
             .collect();
         let v = Vocabulary::from_byte_tokens(tokens, &[], &[], None).unwrap();
         let sorted = v.sorted();
-        let tailed: Vec<(u32, usize)> = (0..sorted.len() as u32)
-            .filter_map(|p| match safe_run(sorted.bytes(p as usize)).0 {
+        let tailed: Vec<(SortedPos, usize)> = SortedPos::range(0, sorted.len())
+            .filter_map(|p| match safe_run(sorted.bytes(p.index())).0 {
                 0 => None,
-                run if run == sorted.bytes(p as usize).len() => None,
+                run if run == sorted.bytes(p.index()).len() => None,
                 run => Some((p, run)),
             })
             .collect();

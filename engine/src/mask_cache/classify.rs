@@ -1,0 +1,718 @@
+//! The classification of a position's tokens: accepted or rejected whatever the stack
+//! holds, or context-dependent.
+//!
+//! Reading a token from position `(rule, state)` follows the rule's automaton byte by
+//! byte:
+//! - the automaton reads every byte: the token is *accepted* whatever the stack holds;
+//! - it refuses a byte and no state on the way (after the first byte) could call another
+//!   rule or end the rule: no other path exists, the token is *rejected*;
+//! - otherwise the token may finish the rule and go on in the caller, or enter a callee:
+//!   it is *context-dependent*, checked at run time against the real stacks.
+//!
+//! The walk goes over the sorted vocabulary with one [`Level`] per prefix length and
+//! skips every token that shares a refused prefix: about one table lookup per trie node.
+//! Context expansion ([`crate::follow`]) narrows the context-dependent tokens: leaving
+//! the automaton only matters when the next byte can follow there. A token whose next
+//! byte only one callee can start with is read on in that callee's automaton.
+//! Inside strings, the vocabulary's slices (`super::slicing`) accept most tokens by one
+//! bitmask, and only the other tokens are walked.
+
+use super::counters::{self, Path};
+use super::entry::{ParentMask, PositionMask, TokenList};
+use super::runs::{diverted, run_layers, safe_depth, safe_loop_state, Excluded, SafeDepth};
+use super::slicing::{Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
+use crate::automaton::Dfa;
+use crate::follow::RuleExits;
+use crate::ids::{SortedPos, StateId};
+use grammask_syntax::ir::RuleId;
+use grammask_tokenset::{SortedVocab, Vocabulary};
+use smallvec::SmallVec;
+use std::num::NonZeroU16;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+
+/// The automata a classification walk reads: the position's rule and the rules it
+/// calls, which the walk may enter ([`Level`]).
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    /// Every rule's automaton.
+    pub(crate) automata: &'a [Dfa],
+    /// The automaton of the position's rule (the caller, when the walk starts inside a
+    /// callee).
+    pub(crate) dfa: &'a Dfa,
+    /// The exit bytes of that rule's states: a dense index per state, read at every
+    /// byte of the walk.
+    pub(crate) exits: &'a RuleExits,
+    /// The exit bytes of every rule's states (and whether each rule is nullable).
+    pub(crate) all_exits: &'a [RuleExits],
+}
+
+impl View<'_> {
+    /// Whether caller state `to` could take `b` in any way: read it, or leave through a
+    /// call or the end of the rule.
+    fn caller_takes(&self, to: StateId, b: u8) -> bool {
+        self.dfa.next(to, b).is_some() || self.exits.contains(to, b)
+    }
+
+    /// The call of caller state `s` that a refused exit byte `b` enters: the one callee
+    /// that can start with `b` (directly or through its own calls), with whether another
+    /// path could take `b` (the end of the rule, a nullable callee skipped), or `None`
+    /// when no callee or several can start with it.
+    fn entered_call(&self, s: StateId, b: u8) -> Option<(Frame, bool)> {
+        let mut entered = None;
+        let mut other = self.dfa.is_accepting(s) && self.exits.follow.contains(b);
+        for &(callee, to) in self.dfa.calls(s) {
+            let exits = &self.all_exits[callee.index()];
+            if exits.first.contains(b) && entered.replace(Frame { callee, to }).is_some() {
+                return None;
+            }
+            other |= exits.nullable && self.caller_takes(to, b);
+        }
+        entered.map(|frame| (frame, other))
+    }
+}
+
+/// A rule a walk entered from the position's rule, and the state of the position's rule
+/// it returns to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frame {
+    callee: RuleId,
+    to: StateId,
+}
+
+/// Where a classification walk is after some bytes of a token: in the position's rule,
+/// or inside a rule called from it (one of the walk's frames). Eight bytes, kept in
+/// registers by the walk.
+#[derive(Clone, Copy)]
+pub(crate) struct Level {
+    state: StateId,
+    /// `None` in the position's rule; else 1 + the index of its [`Frame`].
+    frame: Option<NonZeroU16>,
+    /// Whether some other path could have taken one of the bytes so far (entered another
+    /// rule, ended the rule, returned from the callee earlier): a token refused later is
+    /// then context-dependent, not rejected.
+    open: bool,
+}
+
+impl Level {
+    /// At `state` of the position's rule.
+    pub(crate) fn at(state: StateId) -> Level {
+        Level { state, frame: None, open: false }
+    }
+
+    /// At `state` of the callee of frame `frame`, if the walk can number it.
+    fn in_frame(state: StateId, frame: usize, open: bool) -> Option<Level> {
+        let frame = u16::try_from(frame + 1).ok().and_then(NonZeroU16::new)?;
+        Some(Level { state, frame: Some(frame), open })
+    }
+
+    /// Whether the walk is in the position's rule.
+    #[inline(always)]
+    fn in_own_rule(self) -> bool {
+        self.frame.is_none()
+    }
+
+    /// Whether the walk is in the position's rule and no other path could have taken a
+    /// byte so far.
+    #[inline(always)]
+    fn in_own_rule_closed(self) -> bool {
+        self.frame.is_none() && !self.open
+    }
+
+    /// The index of its frame, inside a callee.
+    #[inline(always)]
+    fn frame_index(self) -> Option<usize> {
+        self.frame.map(|f| usize::from(f.get()) - 1)
+    }
+
+    /// The same level, open if it was or `open` says so.
+    #[inline(always)]
+    fn or_open(self, open: bool) -> Level {
+        Level { open: self.open || open, ..self }
+    }
+}
+
+/// Why a walk stopped before the end of a token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// No path reads the token, whatever the stack holds.
+    Rejected,
+    /// Another path could have taken a byte on the way: the stack decides.
+    Dependent,
+}
+
+impl Refusal {
+    /// Dependent when the level was open.
+    #[inline(always)]
+    fn when_open(open: bool) -> Refusal {
+        if open {
+            Refusal::Dependent
+        } else {
+            Refusal::Rejected
+        }
+    }
+}
+
+/// Where a classification starts: a state of the position's rule, or a state of a leaf
+/// rule walked through that returns to `to` of the position's rule.
+#[derive(Clone, Copy)]
+pub(crate) enum Start {
+    /// At this state of the position's rule.
+    At(StateId),
+    /// Inside a callee.
+    InCallee {
+        /// The callee.
+        callee: RuleId,
+        /// Its state.
+        state: StateId,
+        /// The return state in the position's rule.
+        to: StateId,
+    },
+}
+
+/// What a walk found: the accepted keys and the context-dependent ones.
+struct Found<A, D> {
+    accepted: Vec<A>,
+    dependent: Vec<D>,
+}
+
+impl<A, D> Found<A, D> {
+    fn new() -> Self {
+        Found { accepted: Vec::new(), dependent: Vec::new() }
+    }
+
+    fn len(&self) -> usize {
+        self.accepted.len() + self.dependent.len()
+    }
+}
+
+/// The classification walk of one position: its automata and the frames it entered.
+struct Walker<'a> {
+    view: View<'a>,
+    /// The callees entered so far, numbered by [`Level::frame`].
+    frames: Vec<Frame>,
+}
+
+impl<'a> Walker<'a> {
+    /// A walk from `start`, with the level it starts at.
+    fn new(view: View<'a>, start: Start) -> (Walker<'a>, Level) {
+        let mut walker = Walker { view, frames: Vec::new() };
+        let level = match start {
+            Start::At(state) => Level::at(state),
+            Start::InCallee { callee, state, to } => {
+                walker.frames.push(Frame { callee, to });
+                Level { state, frame: NonZeroU16::new(1), open: false }
+            }
+        };
+        (walker, level)
+    }
+
+    /// Reads byte `b` (the `d`-th of the token) from `lv`. At `d == 0` leaving the
+    /// starting automaton (a call, the end of the rule, the callee's return) is the
+    /// business of the closure's other stacks, which start there.
+    #[inline(always)]
+    fn step(&mut self, lv: Level, b: u8, d: usize) -> Result<Level, Refusal> {
+        if !lv.in_own_rule() {
+            return self.step_in_callee(lv, b, d);
+        }
+        let view = &self.view;
+        let s = lv.state;
+        if let Some(next) = view.dfa.next(s, b) {
+            let open = lv.open || (d > 0 && view.exits.contains(s, b));
+            return Ok(Level { state: next, frame: None, open });
+        }
+        // Refused here: only an exit byte could go on elsewhere.
+        if d == 0 || !view.exits.contains(s, b) {
+            return Err(Refusal::when_open(lv.open));
+        }
+        self.step_into_call(lv, s, b)
+    }
+
+    /// Caller state `s` refused exit byte `b`: into the one callee whose start reads it
+    /// (the rest of the token is read there, and back in the caller if the callee ends
+    /// first); the token is context-dependent when no callee or several read `b`.
+    #[cold]
+    #[inline(never)]
+    fn step_into_call(&mut self, lv: Level, s: StateId, b: u8) -> Result<Level, Refusal> {
+        let view = &self.view;
+        let Some((frame, other)) = view.entered_call(s, b) else {
+            return Err(Refusal::Dependent);
+        };
+        let dfa = &view.automata[frame.callee.index()];
+        let start = dfa.start();
+        // (A callee that starts with `b` only through a call of its own: frames do not nest.)
+        let Some(cs) = dfa.next(start, b) else { return Err(Refusal::Dependent) };
+        // What else could take `b` in the callee: a call of its start state.
+        let inner =
+            !dfa.calls(start).is_empty() && view.all_exits[frame.callee.index()].contains(start, b);
+        let index = match self.frames.iter().position(|&f| f == frame) {
+            Some(i) => i,
+            None => {
+                self.frames.push(frame);
+                self.frames.len() - 1
+            }
+        };
+        counters::add(Path::CalleeEntry, || 1);
+        Level::in_frame(cs, index, lv.open || other || inner).ok_or(Refusal::Dependent)
+    }
+
+    /// Reads `b` inside a callee: on in the callee, or back in the caller. A byte only a
+    /// call of the callee could take makes the token context-dependent (frames do not
+    /// nest).
+    #[inline(never)]
+    fn step_in_callee(&mut self, lv: Level, b: u8, d: usize) -> Result<Level, Refusal> {
+        let Some(index) = lv.frame_index() else { return self.step(lv, b, d) };
+        let Frame { callee, to } = self.frames[index];
+        let view = &self.view;
+        let dfa = &view.automata[callee.index()];
+        let can_return = dfa.is_accepting(lv.state);
+        // Whether a call of the callee's state could take `b` (leaf callees have none).
+        let calls_take = || {
+            !dfa.calls(lv.state).is_empty() && view.all_exits[callee.index()].contains(lv.state, b)
+        };
+        match dfa.next(lv.state, b) {
+            Some(next) => {
+                let returns = d > 0 && can_return && view.caller_takes(to, b);
+                Ok(Level { state: next, ..lv }.or_open(returns || calls_take()))
+            }
+            None if can_return && d > 0 => {
+                let open = lv.open || calls_take();
+                self.step(Level { state: to, frame: None, open }, b, d)
+            }
+            None => Err(Refusal::when_open(lv.open || calls_take())),
+        }
+    }
+
+    /// The walk over the keys of `trie` (the sorted vocabulary, a part of it, or tails
+    /// read after [`Trie::OFFSET`] bytes) from `start`: records the accepted keys and
+    /// the context-dependent ones in `found`. With a `shortcut` (only for the rest of a
+    /// slicing), tokens whose safe run reaches its state are classified by their tails.
+    fn walk<T: Trie>(
+        &mut self,
+        start: Level,
+        trie: &T,
+        found: &mut Found<T::Accepted, T::Dependent>,
+        shortcut: Option<&RunShortcut<'_>>,
+    ) {
+        let n = trie.count();
+        // levels[d]: where the walk is after the first d bytes of the current token.
+        let mut levels: Vec<Level> = vec![start];
+        let mut depth = 0usize;
+        let mut k = 0usize;
+        while k < n {
+            let bytes = trie.bytes(k);
+            let shared = trie.shared(k).min(depth);
+            depth = shared;
+            let mut refused_at = None;
+            let mut stopped = false;
+            // The current level stays in registers; `levels` is only written.
+            let mut current = levels[shared];
+            for (d, &b) in bytes.iter().enumerate().skip(shared) {
+                match self.step(current, b, d + T::OFFSET) {
+                    Ok(entry) => {
+                        current = entry;
+                        if levels.len() <= d + 1 {
+                            levels.push(entry);
+                        } else {
+                            levels[d + 1] = entry;
+                        }
+                        depth = d + 1;
+                        if shortcut.is_some_and(|sc| sc.stops(entry, k, bytes, d + 1)) {
+                            stopped = true;
+                            break;
+                        }
+                    }
+                    Err(refusal) => {
+                        refused_at = Some((d, refusal));
+                        break;
+                    }
+                }
+            }
+            if let (true, Some(sc)) = (stopped, shortcut) {
+                // Every token sharing these bytes has a safe run at least as long.
+                let end = trie.skip(k, depth);
+                counters::add(Path::LoopState, || end - k);
+                for j in k..end {
+                    match sc.outcome[sc.tails[j] as usize] {
+                        TailOutcome::Accepted => trie.accepted(j, &mut found.accepted),
+                        TailOutcome::Dependent => trie.dependent(j, j + 1, &mut found.dependent),
+                        TailOutcome::Rejected => {}
+                    }
+                }
+                k = end;
+                continue;
+            }
+            match refused_at {
+                Some((d, refusal)) => {
+                    let end = trie.skip(k, d + 1);
+                    if refusal == Refusal::Dependent {
+                        trie.dependent(k, end, &mut found.dependent);
+                    }
+                    k = end;
+                }
+                None => {
+                    if !bytes.is_empty() {
+                        trie.accepted(k, &mut found.accepted);
+                    }
+                    k += 1;
+                }
+            }
+        }
+    }
+
+    /// The outcome of each tail of `tails` from `state`, read after at least one byte of
+    /// its token.
+    fn tail_outcomes(&mut self, state: StateId, tails: &Tails) -> Vec<TailOutcome> {
+        let keys = TailKeys(tails);
+        let mut found = Found::new();
+        self.walk(Level::at(state), &keys, &mut found, None);
+        let mut outcome = vec![TailOutcome::Rejected; keys.count()];
+        found.accepted.iter().for_each(|&k| outcome[k as usize] = TailOutcome::Accepted);
+        found.dependent.iter().for_each(|&k| outcome[k as usize] = TailOutcome::Dependent);
+        outcome
+    }
+
+    /// [`Walker::walk`] over tails, counted as [`Path::Tails`].
+    fn walk_tails(&mut self, start: Level, tails: &Tails, found: &mut Found<u32, SortedPos>) {
+        let before = found.len();
+        self.walk(start, tails, found, None);
+        counters::add(Path::Tails, || found.len() - before);
+    }
+}
+
+/// How a position inside a string takes the vocabulary's slices.
+struct SlicePlan {
+    slicing: Arc<Slicing>,
+    /// The slices accepted whole: the first `covered`.
+    covered: usize,
+    /// Their tokens, as a bitmask (without those holding a character the position
+    /// refuses).
+    union: Arc<Vec<u32>>,
+    /// How the other tokens are walked.
+    rest: RestWalk,
+}
+
+/// How the tokens a [`SlicePlan`] does not accept whole are walked.
+enum RestWalk {
+    /// A pattern's loop with diverting characters ([`diverted`]): the tokens of the
+    /// slices holding one are walked, with the parts after the first `covered`.
+    Diverted { holding: Arc<Vec<SortedPos>> },
+    /// A plain string: every safe run leads to `target`, so a token of the rest that
+    /// starts with safe characters goes where its tail goes from there.
+    Plain { target: StateId },
+    /// Any other string: the remaining parts are walked, longer safe runs rejected whole
+    /// when `depth` says so; with `layers`, the tails of the rest by run length.
+    Bounded { depth: SafeDepth, layers: Option<SmallVec<[StateId; RUN_LAYERS]>> },
+}
+
+impl SlicePlan {
+    /// The plan for `state` of `view`'s rule, when it reads safe characters.
+    fn at(
+        view: &View<'_>,
+        state: StateId,
+        slicing: impl FnOnce() -> Arc<Slicing>,
+        sorted: &SortedVocab,
+        safe_memo: &[AtomicU32],
+    ) -> Option<SlicePlan> {
+        let dfa = view.dfa;
+        let excluded = Excluded::at(dfa, state)?;
+        let slicing = slicing();
+        let depth = safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
+        // 0 when a state past the first character could leave with excluded ones.
+        let covered = slicing.covered(depth.depth);
+        if covered <= EXACT && !excluded.is_empty() {
+            // Not every slice is covered: a pattern whose characters mostly stay among a
+            // few states takes every slice without its refused and diverting characters,
+            // and walks the tokens holding a diverting one. (Where every safe character
+            // is read, the slices fall short because of a bounded length: a chain of
+            // states, no such closure.)
+            let split = diverted(dfa, view.exits, state, &excluded).and_then(|d| {
+                let union = slicing.union_without(EXACT + 1, &d.excluded)?;
+                Some((union, slicing.holding(sorted, d.diverting)?))
+            });
+            if let Some((union, holding)) = split {
+                let rest = RestWalk::Diverted { holding };
+                return Some(SlicePlan { slicing, covered: EXACT + 1, union, rest });
+            }
+        }
+        let union = if covered == 0 { None } else { slicing.union_without(covered, &excluded) }?;
+        // Where each run of safe characters leads, by its length.
+        let layers =
+            excluded.is_empty().then(|| run_layers(dfa, view.exits, state, RUN_LAYERS)).flatten();
+        let rest = match layers {
+            // A plain string: every run leads to one state.
+            Some(l) if covered == EXACT + 1 && l[0] == l[1] => RestWalk::Plain { target: l[0] },
+            layers => RestWalk::Bounded { depth, layers },
+        };
+        Some(SlicePlan { slicing, covered, union, rest })
+    }
+}
+
+/// Classifies every ordinary token from `start` (a state of `view`'s rule, or of a leaf
+/// rule it called). `slicing` gives the vocabulary's slices, asked for only when a
+/// position of the rule itself reads safe characters: the slices it reads whole are
+/// accepted by their bitmask, the other parts walked; `safe_memo` is the rule's memo of
+/// safe depths ([`safe_depth`]).
+pub(crate) fn classify(
+    view: View<'_>,
+    start: Start,
+    vocab: &Vocabulary,
+    slicing: impl FnOnce() -> Arc<Slicing>,
+    safe_memo: &[AtomicU32],
+) -> PositionMask {
+    let sorted = vocab.sorted();
+    let (mut walker, level) = Walker::new(view, start);
+    let mut found = Found::new();
+    let plan = match start {
+        Start::At(state) => SlicePlan::at(&view, state, slicing, sorted, safe_memo),
+        Start::InCallee { .. } => None,
+    };
+    let Some(plan) = plan else {
+        // A token whose first byte the start refuses is rejected: only the ranges of the
+        // sorted vocabulary that start with a byte it reads are walked.
+        let (dfa, state) = match start {
+            Start::At(state) => (view.dfa, state),
+            Start::InCallee { callee, state, .. } => (&view.automata[callee.index()], state),
+        };
+        for range in first_byte_ranges(dfa, state, sorted) {
+            let part = SortedRange { sorted, start: range.start, end: range.end };
+            walker.walk(level, &part, &mut found, None);
+        }
+        let accepted = TokenList::from_ids(found.accepted, vocab.vocab_size());
+        return PositionMask { accepted, sliced: None, dependent: found.dependent };
+    };
+    let slicing = &plan.slicing;
+    counters::add(Path::Slices, || plan.union.iter().map(|w| w.count_ones() as usize).sum());
+    match &plan.rest {
+        RestWalk::Diverted { holding } => {
+            // Every slice is taken by the union (the tokens holding a refused character
+            // are rejected); the rest and the tokens holding a diverting one are walked.
+            for part in slicing.remaining(plan.covered) {
+                walker.walk(level, part, &mut found, None);
+            }
+            let listed = Listed { sorted, positions: holding };
+            let before = found.len();
+            walker.walk(level, &listed, &mut found, None);
+            counters::add(Path::Diverted, || found.len() - before);
+        }
+        &RestWalk::Plain { target } => {
+            // Every slice is accepted; a token of the rest that starts with safe
+            // characters goes where its tail goes from `target`.
+            let (head, tails) = slicing.rest_by_tails();
+            walker.walk(level, head, &mut found, None);
+            walker.walk_tails(Level::at(target), tails, &mut found);
+        }
+        RestWalk::Bounded { depth, layers } => {
+            // Longer safe runs are rejected whole when the automaton refuses any safe
+            // character after `depth` of them, never having been open on the way (the
+            // slices after `depth` then hold only longer runs when `depth <= EXACT`).
+            let skip = if depth.rejects_longer && depth.depth <= EXACT {
+                slicing.slices_after(plan.covered)
+            } else {
+                0
+            };
+            let (rest, runs, tails) = slicing.rest_with_tails();
+            // A string of bounded length: the tails by run length, each from the state
+            // after its run.
+            let state = match start {
+                Start::At(state) => state,
+                Start::InCallee { state, .. } => state,
+            };
+            let shortcut = match layers {
+                Some(_) => None,
+                None => safe_loop_state(view.dfa, view.exits, state).map(|g| {
+                    let outcome = walker.tail_outcomes(g, slicing.rest_by_tails().1);
+                    RunShortcut { state: g, outcome, runs, tails }
+                }),
+            };
+            for part in slicing.remaining(plan.covered).skip(skip) {
+                let is_rest = std::ptr::eq::<Part>(part, rest);
+                if layers.is_some() && is_rest {
+                    continue;
+                }
+                let shortcut = shortcut.as_ref().filter(|_| is_rest);
+                walker.walk(level, part, &mut found, shortcut);
+            }
+            if let Some(layers) = layers {
+                let (head, long, by_run) = slicing.rest_by_run();
+                walker.walk(level, head, &mut found, None);
+                walker.walk(level, long, &mut found, None);
+                for (&after, tails) in layers.iter().zip(by_run) {
+                    walker.walk_tails(Level::at(after), tails, &mut found);
+                }
+            }
+        }
+    }
+    found.dependent.sort_unstable();
+    let accepted = TokenList::from_ids(found.accepted, vocab.vocab_size());
+    PositionMask { accepted, sliced: Some(plan.union), dependent: found.dependent }
+}
+
+/// Classifies the tokens at the sorted-vocabulary positions `positions` (ascending)
+/// from `start`, a state of a leaf rule called from `view`'s rule: the tokens read to
+/// their end are accepted, those that may leave the caller's rule (or enter a rule it
+/// calls) with bytes left stay dependent, the others are rejected.
+pub(crate) fn classify_listed(
+    view: View<'_>,
+    start: Start,
+    vocab: &Vocabulary,
+    positions: &[SortedPos],
+) -> ParentMask {
+    let (mut walker, level) = Walker::new(view, start);
+    let listed = Listed { sorted: vocab.sorted(), positions };
+    let mut found = Found::new();
+    walker.walk(level, &listed, &mut found, None);
+    let accepted = TokenList::from_ids(found.accepted, vocab.vocab_size());
+    ParentMask { accepted, dependent: found.dependent }
+}
+
+/// Runs of first bytes at most this many: past it the whole vocabulary is walked.
+const MAX_FIRST_BYTE_RUNS: usize = 16;
+
+/// The ranges of the sorted vocabulary whose tokens start with a byte `state` reads (one
+/// per run of consecutive such bytes; the whole vocabulary past [`MAX_FIRST_BYTE_RUNS`]).
+fn first_byte_ranges(
+    dfa: &Dfa,
+    state: StateId,
+    sorted: &SortedVocab,
+) -> SmallVec<[std::ops::Range<usize>; 4]> {
+    let mut runs: SmallVec<[(u8, u8); 4]> = SmallVec::new();
+    for b in 0..=255u8 {
+        if dfa.next(state, b).is_none() {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if run.1 as usize + 1 == b as usize => run.1 = b,
+            _ => runs.push((b, b)),
+        }
+        if runs.len() > MAX_FIRST_BYTE_RUNS {
+            return smallvec::smallvec![0..sorted.len()];
+        }
+    }
+    runs.iter()
+        .map(|&(lo, hi)| sorted.prefix_range(&[lo]).start..sorted.prefix_range(&[hi]).end)
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// The tokens of a range of the sorted vocabulary, as a trie.
+struct SortedRange<'a> {
+    sorted: &'a SortedVocab,
+    start: usize,
+    end: usize,
+}
+
+impl Trie for SortedRange<'_> {
+    type Accepted = u32;
+    type Dependent = SortedPos;
+    const OFFSET: usize = 0;
+    #[inline]
+    fn count(&self) -> usize {
+        self.end - self.start
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        self.sorted.bytes(self.start + k)
+    }
+    #[inline]
+    fn shared(&self, k: usize) -> usize {
+        if k == 0 {
+            0
+        } else {
+            self.sorted.lcp(self.start + k)
+        }
+    }
+    #[inline]
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        self.sorted.next_without_prefix(self.start + k, depth).min(self.end) - self.start
+    }
+    #[inline]
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>) {
+        ids.push(self.sorted.token_id(self.start + k));
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<SortedPos>) {
+        positions.extend(SortedPos::range(self.start + k, self.start + end));
+    }
+}
+
+/// The tokens at some sorted-vocabulary positions (ascending), as a trie.
+struct Listed<'a> {
+    sorted: &'a SortedVocab,
+    positions: &'a [SortedPos],
+}
+
+impl Trie for Listed<'_> {
+    type Accepted = u32;
+    type Dependent = SortedPos;
+    const OFFSET: usize = 0;
+    #[inline]
+    fn count(&self) -> usize {
+        self.positions.len()
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        self.sorted.bytes(self.positions[k].index())
+    }
+    #[inline]
+    fn shared(&self, k: usize) -> usize {
+        match k {
+            0 => 0,
+            _ => {
+                let (a, b) = (self.bytes(k - 1), self.bytes(k));
+                a.iter().zip(b).take_while(|(x, y)| x == y).count()
+            }
+        }
+    }
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        let prefix = &self.bytes(k)[..depth];
+        let mut j = k + 1;
+        while j < self.positions.len() && self.bytes(j).starts_with(prefix) {
+            j += 1;
+        }
+        j
+    }
+    #[inline]
+    fn accepted(&self, k: usize, ids: &mut Vec<u32>) {
+        ids.push(self.sorted.token_id(self.positions[k].index()));
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, positions: &mut Vec<SortedPos>) {
+        positions.extend_from_slice(&self.positions[k..end]);
+    }
+}
+
+/// What a tail does from a [`safe_loop_state`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TailOutcome {
+    Rejected,
+    Accepted,
+    Dependent,
+}
+
+/// Where a walk over the rest of a slicing can stop before a token's tail: at the
+/// [`safe_loop_state`] `state`, at the end of a run of whole safe characters. The
+/// token then goes where its tail goes from `state`, and so do the tokens that share
+/// the bytes read so far: they are classified by `outcome` without being walked.
+struct RunShortcut<'a> {
+    state: StateId,
+    /// Per tail of the slicing: what it does from `state`.
+    outcome: Vec<TailOutcome>,
+    /// Per token of the rest: the length of its safe run, in bytes.
+    runs: &'a [u32],
+    /// Per token of the rest: its tail.
+    tails: &'a [u32],
+}
+
+impl RunShortcut<'_> {
+    /// Whether the walk, at `level` after the first `depth` bytes of the rest's `k`-th
+    /// token, can stop: in the position's rule, not open, at `state`, with `depth` at
+    /// the end of a character of the token's safe run.
+    #[inline(always)]
+    fn stops(&self, level: Level, k: usize, bytes: &[u8], depth: usize) -> bool {
+        level.in_own_rule_closed()
+            && level.state == self.state
+            && self.runs[k] as usize >= depth
+            && bytes.get(depth).is_none_or(|&b| b & 0xC0 != 0x80)
+    }
+}

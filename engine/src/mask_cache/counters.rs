@@ -1,0 +1,96 @@
+//! Counts of which path decided each token, so that a test comparing a fast path with
+//! the plain walk can show that the fast path ran.
+//!
+//! Counting happens only with the feature `path-counters` (the engine's own tests turn it
+//! on); without it [`snapshot`] reads zeros and counting compiles to nothing. Counts are
+//! per thread: a test reads those of the masks it computed itself.
+
+/// A way a token's answer is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// Accepted by the shared bitmask of the vocabulary slices a string position reads
+    /// whole.
+    Slices,
+    /// Classified by its tail, from the state its run of string characters leads to.
+    Tails,
+    /// Classified by its tail once its run reached a state that reads every string
+    /// character back to itself.
+    LoopState,
+    /// A token of the slices holding a character that leaves a pattern's loop, walked.
+    Diverted,
+    /// Read on inside the one callee whose start reads its next byte.
+    CalleeEntry,
+    /// Decided by a position's own cache entry.
+    PositionEntry,
+    /// Decided by the entry of a position inside a rule walked through, with its return
+    /// position.
+    ThroughEntry,
+    /// Decided by an entry narrowed under the return positions below the position.
+    ParentEntry,
+    /// Walked against the real stacks.
+    StackWalk,
+}
+
+impl Path {
+    /// Every path, in declaration order.
+    pub const ALL: [Path; 9] = [
+        Path::Slices,
+        Path::Tails,
+        Path::LoopState,
+        Path::Diverted,
+        Path::CalleeEntry,
+        Path::PositionEntry,
+        Path::ThroughEntry,
+        Path::ParentEntry,
+        Path::StackWalk,
+    ];
+}
+
+/// Tokens counted per path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts([u64; Path::ALL.len()]);
+
+impl Counts {
+    /// Tokens counted for `path`.
+    pub fn get(&self, path: Path) -> u64 {
+        self.0[path as usize]
+    }
+
+    /// The counts since `earlier` (a snapshot taken before).
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        let mut out = *self;
+        for (o, e) in out.0.iter_mut().zip(earlier.0) {
+            *o -= e;
+        }
+        out
+    }
+}
+
+#[cfg(feature = "path-counters")]
+thread_local! {
+    static COUNTS: std::cell::Cell<Counts> = const { std::cell::Cell::new(Counts([0; 9])) };
+}
+
+/// Whether counting is compiled in.
+pub const ENABLED: bool = cfg!(feature = "path-counters");
+
+/// This thread's counts so far.
+pub fn snapshot() -> Counts {
+    #[cfg(feature = "path-counters")]
+    return COUNTS.with(std::cell::Cell::get);
+    #[cfg(not(feature = "path-counters"))]
+    Counts::default()
+}
+
+/// Counts `tokens()` tokens for `path` (evaluated only when counting is compiled in).
+#[inline(always)]
+pub(crate) fn add(path: Path, tokens: impl FnOnce() -> usize) {
+    #[cfg(feature = "path-counters")]
+    COUNTS.with(|c| {
+        let mut counts = c.get();
+        counts.0[path as usize] += tokens() as u64;
+        c.set(counts);
+    });
+    #[cfg(not(feature = "path-counters"))]
+    let _ = (path, tokens);
+}

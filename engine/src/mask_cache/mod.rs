@@ -1,0 +1,376 @@
+//! The adaptive token mask cache: for each PDA position, the tokens decided by the
+//! position alone, filled on first visit and shared by every matcher of a grammar.
+//!
+//! - [`MaskCache`] owns the entries and their memory bound.
+//! - `entry`: what an entry holds ([`PositionMask`], [`ParentMask`]).
+//! - `classify`: how a position's tokens are classified, by a walk over the sorted
+//!   vocabulary against the position's automaton.
+//! - `slicing`: vocabulary-level data, the tokens that are runs of JSON-string
+//!   characters, which a position inside a string accepts by one bitmask.
+//! - `runs`: the automaton analyses that say when a position may use those slices.
+//! - [`counters`]: which path decided each token, for tests.
+//!
+//! Three kinds of entries share one memory bound (`Limits::max_mask_cache_bytes`):
+//! - a position's own entry, one slot per automaton state;
+//! - a *through* entry: a position inside a rule walked through, with its return
+//!   position;
+//! - a *parent* entry: a position's context-dependent tokens classified once more under
+//!   the return positions below it.
+//!
+//! Past the bound an entry is computed for one mask and dropped: masks stay the same and
+//! only cost more.
+
+mod classify;
+pub mod counters;
+mod entry;
+mod runs;
+mod slicing;
+
+pub(crate) use entry::{MaskEntry, ParentMask, PositionMask, TokenList};
+pub(crate) use runs::ClassReps;
+pub(crate) use slicing::slicing_for;
+
+use crate::automaton::Dfa;
+use crate::compiler::CompiledGrammar;
+use crate::deadline::Deadline;
+use crate::error::{CompileError, MatchError};
+use crate::follow::{exit_bytes, RuleExits};
+use crate::ids::{SortedPos, StateId};
+use crate::stack::Position;
+use classify::{classify, classify_listed, Start, View};
+use grammask_syntax::ir::Grammar;
+use grammask_syntax::ir::RuleId;
+use grammask_tokenset::Vocabulary;
+use runs::UNKNOWN_DEPTH;
+use slicing::Slicing;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+/// Positions with more context-dependent tokens than this are not classified one frame
+/// deeper ([`MaskCache::parent_entry`]): a walk against the real stacks skips the tokens
+/// other stacks accepted already, which the classification cannot, and at such positions
+/// (long `maxLength` strings, where tens of thousands of tokens may end the string) it
+/// costs more than the walks it would spare.
+const MAX_PARENT_DEPENDENT: usize = 8_192;
+
+/// A position's global state index: its rule's first index plus its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct GlobalState(u32);
+
+/// The key of a parent entry: the global states of the frames, top first; unused
+/// frames [`NO_FRAME`].
+type ParentKey = [GlobalState; 3];
+
+/// An unused frame of a [`ParentKey`].
+const NO_FRAME: GlobalState = GlobalState(u32::MAX);
+
+/// The token mask cache of one compiled grammar.
+#[derive(Debug)]
+pub(crate) struct MaskCache {
+    /// Global index of each rule's state 0.
+    state_base: Vec<u32>,
+    /// A position's own entry, one slot per automaton state.
+    slots: Vec<OnceLock<Box<PositionMask>>>,
+    /// Per rule and state, the bytes that may follow when leaving the automaton there
+    /// (context expansion, [`crate::follow`]).
+    exits: Vec<RuleExits>,
+    /// Per automaton state (indexed like `slots`): the memo of the safe depth
+    /// (`runs::safe_depth`).
+    safe_memo: Vec<AtomicU32>,
+    /// The vocabulary's slices, fetched when a classification first needs them.
+    slicing: OnceLock<Arc<Slicing>>,
+    /// Per rule: whether positions inside it are classified with their return position
+    /// ([`MaskCache::through_entry`]): counted runs and escapes kept as calls.
+    through_rules: Vec<bool>,
+    /// Per rule: whether it is a leaf (no state calls a rule or reads a token set), so
+    /// that a walk from inside it back into its caller needs only the two automata.
+    leaf: Vec<bool>,
+    /// Through entries, by the global states of the position and its return position.
+    through: Mutex<HashMap<(GlobalState, GlobalState), Arc<PositionMask>>>,
+    /// Parent entries, by their frames.
+    parent: Mutex<HashMap<ParentKey, Arc<ParentMask>>>,
+    /// Heap bytes of the stored entries, at most `max_bytes`.
+    bytes: AtomicUsize,
+    /// `Limits::max_mask_cache_bytes`.
+    max_bytes: usize,
+}
+
+impl MaskCache {
+    /// An empty cache for `automata` (the rules of `grammar`).
+    pub(crate) fn new(grammar: &Grammar, automata: &[Dfa], max_bytes: usize) -> MaskCache {
+        let mut state_base = Vec::with_capacity(automata.len());
+        let mut total = 0u32;
+        for dfa in automata {
+            state_base.push(total);
+            total += dfa.len() as u32;
+        }
+        let leaf: Vec<bool> = automata
+            .iter()
+            .map(|dfa| {
+                (0..dfa.len()).all(|s| {
+                    let s = StateId::new(s);
+                    dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
+                })
+            })
+            .collect();
+        // Counted runs and escapes kept as calls by inlining (one ASCII character `m..=n`
+        // times, `m >= 1`; `\` and what follows: no calls, no empty match, few tokens
+        // inside; [`crate::passes::stays_call`]): positions inside one are classified
+        // with their return position, as if the run were inlined. (Classifying positions
+        // of other rules so, strings kept as calls for one, would walk most of the
+        // vocabulary at each call site.)
+        let through_rules = grammar
+            .rules
+            .iter()
+            .zip(automata)
+            .zip(&leaf)
+            .map(|((rule, dfa), &leaf)| {
+                leaf && crate::passes::stays_call(rule) && !dfa.is_accepting(dfa.start())
+            })
+            .collect();
+        MaskCache {
+            state_base,
+            slots: (0..total).map(|_| OnceLock::new()).collect(),
+            exits: exit_bytes(automata),
+            safe_memo: (0..total).map(|_| AtomicU32::new(UNKNOWN_DEPTH)).collect(),
+            slicing: OnceLock::new(),
+            through_rules,
+            leaf,
+            through: Mutex::new(HashMap::new()),
+            parent: Mutex::new(HashMap::new()),
+            bytes: AtomicUsize::new(0),
+            max_bytes,
+        }
+    }
+
+    /// Heap bytes of the per-state slots and analyses (the entries aside).
+    pub(crate) fn fixed_memory(&self) -> usize {
+        let exits: usize = self.exits.iter().map(|e| e.slot.len() * 4 + e.sets.len() * 32).sum();
+        self.slots.len() * std::mem::size_of::<OnceLock<Box<PositionMask>>>()
+            + self.safe_memo.len() * 4
+            + exits
+    }
+
+    /// Heap bytes held by the stored entries (at most the limit `mask_cache_bytes`).
+    pub(crate) fn entry_memory(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// The global state of `position`.
+    fn global(&self, position: Position) -> GlobalState {
+        GlobalState(self.state_base[position.rule.index()] + position.state.index() as u32)
+    }
+
+    /// The vocabulary's slices.
+    fn slicing(&self, vocab: &Arc<Vocabulary>) -> Arc<Slicing> {
+        self.slicing.get_or_init(|| slicing_for(vocab)).clone()
+    }
+
+    /// What a classification at a position of `rule` reads.
+    fn view<'a>(&'a self, automata: &'a [Dfa], rule: RuleId) -> View<'a> {
+        View {
+            automata,
+            dfa: &automata[rule.index()],
+            exits: &self.exits[rule.index()],
+            all_exits: &self.exits,
+        }
+    }
+
+    /// Stores `value`, an entry of `bytes`, when the memory bound leaves room for it:
+    /// `insert` puts it in place and returns what the cache then holds, with `false` when
+    /// another thread stored the same entry first (the reservation is given back).
+    /// `Err(value)` when it does not fit.
+    fn keep<V, H>(
+        &self,
+        value: V,
+        bytes: usize,
+        insert: impl FnOnce(V) -> (H, bool),
+    ) -> Result<H, V> {
+        let reserved = self
+            .bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|&total| total <= self.max_bytes)
+            })
+            .is_ok();
+        if !reserved {
+            return Err(value);
+        }
+        let (held, inserted) = insert(value);
+        if !inserted {
+            self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+        }
+        Ok(held)
+    }
+
+    /// [`MaskCache::keep`] into a map entry.
+    fn keep_in<K: Eq + Hash, V>(
+        &self,
+        map: &Mutex<HashMap<K, Arc<V>>>,
+        key: K,
+        value: Arc<V>,
+        bytes: usize,
+    ) -> Arc<V> {
+        // The maps only ever gain complete entries: a poisoned lock is used as is.
+        let stored = self.keep(value, bytes, |value| {
+            let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+            match map.get(&key) {
+                Some(stored) => (stored.clone(), false),
+                None => {
+                    map.insert(key, value.clone());
+                    (value, true)
+                }
+            }
+        });
+        stored.unwrap_or_else(|value| value)
+    }
+
+    /// A map's entry for `key`, if stored.
+    fn find<K: Eq + Hash, V>(map: &Mutex<HashMap<K, Arc<V>>>, key: &K) -> Option<Arc<V>> {
+        map.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
+    }
+
+    /// The entry of `position`, computed on first use and stored while the cache's
+    /// memory bound allows (past it, computed and returned without being stored).
+    pub(crate) fn position_entry(
+        &self,
+        grammar: &CompiledGrammar,
+        position: Position,
+    ) -> MaskEntry<'_> {
+        let slot = &self.slots[self.global(position).0 as usize];
+        if let Some(stored) = slot.get() {
+            return MaskEntry::Stored(stored);
+        }
+        let base = self.state_base[position.rule.index()] as usize;
+        let len = grammar.dfa(position).len();
+        let memo = &self.safe_memo[base..base + len];
+        let view = self.view(&grammar.automata, position.rule);
+        let slicing = || self.slicing(&grammar.vocab);
+        let mask = classify(view, Start::At(position.state), &grammar.vocab, slicing, memo);
+        // A stored entry is boxed (the slot of a state never visited stays one word).
+        let bytes = mask.memory() + std::mem::size_of::<PositionMask>();
+        let stored = self.keep(mask, bytes, |mask| {
+            let mut ours = false;
+            let stored = slot.get_or_init(|| {
+                ours = true;
+                Box::new(mask)
+            });
+            (stored, ours)
+        });
+        match stored {
+            Ok(stored) => MaskEntry::Stored(stored),
+            Err(mask) => MaskEntry::Unstored(mask),
+        }
+    }
+
+    /// Whether positions inside `rule` are classified with their return position
+    /// ([`MaskCache::through_entry`]).
+    pub(crate) fn walks_through(&self, rule: RuleId) -> bool {
+        self.through_rules.get(rule.index()).copied().unwrap_or(false)
+    }
+
+    /// The classification of `top`, a position inside a rule walked through, under the
+    /// return position `parent`: tokens read to their end within the two frames are
+    /// accepted whatever lies below; those that may return below `parent` with bytes
+    /// left depend on the stack.
+    pub(crate) fn through_entry(
+        &self,
+        grammar: &CompiledGrammar,
+        top: Position,
+        parent: Position,
+    ) -> Arc<PositionMask> {
+        let key = (self.global(top), self.global(parent));
+        if let Some(stored) = Self::find(&self.through, &key) {
+            return stored;
+        }
+        let view = self.view(&grammar.automata, parent.rule);
+        let start = Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
+        let slicing = || self.slicing(&grammar.vocab);
+        let mask = Arc::new(classify(view, start, &grammar.vocab, slicing, &[]));
+        let bytes = mask.memory()
+            + std::mem::size_of::<PositionMask>()
+            + std::mem::size_of::<((GlobalState, GlobalState), Arc<PositionMask>)>();
+        self.keep_in(&self.through, key, mask, bytes)
+    }
+
+    /// The context-dependent tokens `dependent` of the top of `frames` (its position
+    /// entry's, or its through entry's) classified with the return positions below it,
+    /// `frames` bottom first: one, or two for a position inside a rule walked through,
+    /// fewer on a shorter stack (the top alone at the root); computed on first use and
+    /// stored while the memory bound allows. `None` for more than
+    /// [`MAX_PARENT_DEPENDENT`] tokens: the walk against the stack gives the same answers.
+    pub(crate) fn parent_entry(
+        &self,
+        grammar: &CompiledGrammar,
+        frames: &[Position],
+        dependent: &[SortedPos],
+    ) -> Result<Option<Arc<ParentMask>>, MatchError> {
+        if dependent.len() > MAX_PARENT_DEPENDENT {
+            return Ok(None);
+        }
+        let mut key = [NO_FRAME; 3];
+        for (k, &position) in key.iter_mut().zip(frames.iter().rev()) {
+            *k = self.global(position);
+        }
+        if let Some(stored) = Self::find(&self.parent, &key) {
+            return Ok(Some(stored));
+        }
+        let computed = Arc::new(match frames {
+            // Inside a leaf rule: the classification walk reads its automaton and the
+            // caller's at the cost of a table lookup a byte; only the tokens it leaves
+            // (those that may enter a rule the caller calls, or leave the caller's rule)
+            // are walked with the stack's frames.
+            &[parent, top] if self.leaf[top.rule.index()] => {
+                let start =
+                    Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
+                let view = self.view(&grammar.automata, parent.rule);
+                let mut mask = classify_listed(view, start, &grammar.vocab, dependent);
+                if !mask.dependent.is_empty() {
+                    let below = crate::mask::classify_below(grammar, frames, &mask.dependent)?;
+                    mask.accepted.extend(&below.accepted);
+                    mask.dependent = below.dependent;
+                }
+                mask
+            }
+            _ => crate::mask::classify_below(grammar, frames, dependent)?,
+        });
+        let bytes = computed.memory() + std::mem::size_of::<(ParentKey, Arc<ParentMask>)>();
+        Ok(Some(self.keep_in(&self.parent, key, computed, bytes)))
+    }
+
+    /// Fills every position's entry now, in parallel. Fails with the limit
+    /// `compile_time` or `mask_cache_bytes` named; the entries filled before stay.
+    pub(crate) fn precompute(
+        &self,
+        grammar: &CompiledGrammar,
+        deadline: &Deadline,
+    ) -> Result<(), CompileError> {
+        use rayon::prelude::*;
+        let positions: Vec<Position> = grammar
+            .automata
+            .iter()
+            .enumerate()
+            .flat_map(|(r, dfa)| {
+                (0..dfa.len())
+                    .filter(move |&s| dfa.reads_input(StateId::new(s)))
+                    .map(move |s| Position { rule: RuleId::new(r), state: StateId::new(s) })
+            })
+            .collect();
+        positions.par_iter().try_for_each(|&p| {
+            deadline.check("the mask cache's precompute")?;
+            match self.position_entry(grammar, p) {
+                MaskEntry::Unstored(_) => Err(CompileError::Limit {
+                    name: crate::compiler::LimitName::MaskCacheBytes.as_str(),
+                    message: format!(
+                        "the token mask cache needs more than {} bytes ({} automaton \
+                         positions to precompute)",
+                        self.max_bytes,
+                        positions.len()
+                    ),
+                }),
+                MaskEntry::Stored(_) => Ok(()),
+            }
+        })
+    }
+}

@@ -1,0 +1,664 @@
+//! Objects: the member list in schema order or any order, additional and pattern
+//! properties, and the keys they leave out.
+
+use super::*;
+use crate::diagnostic::{Category, Diagnostic};
+use crate::ir::Expr;
+use crate::json_schema::flat::{json_equal, types, Flat};
+use crate::json_schema::shared::SharedRule;
+use crate::json_schema::{Converter, Sub};
+use crate::regex::{encode_literal, is_never, never, regex_to_ir, CharEncoding, RegexOptions};
+use serde_json::Value;
+
+impl<'a> Converter<'a> {
+    /// The schema parts of property `name` in each object part.
+    pub(super) fn property_parts(&self, f: &Flat<'a>, name: &str) -> (Vec<Sub<'a>>, bool) {
+        let mut parts = Vec::new();
+        let mut evaluated = false;
+        for part in &f.obj_parts {
+            // `properties` and every matching `patternProperties` apply together;
+            // `additionalProperties` only when neither does.
+            let props: Vec<&Sub<'a>> =
+                part.props.iter().filter(|(n, _)| n == name).map(|(_, s)| s).collect();
+            let mut matched = !props.is_empty();
+            parts.extend(props.into_iter().cloned());
+            for (p, s) in &part.patterns {
+                let mut b = crate::ir::GrammarBuilder::new();
+                let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+                if let Ok(e) = regex_to_ir(p, &mut b, opts) {
+                    if self.matches(e, name) {
+                        parts.push(s.clone());
+                        matched = true;
+                    }
+                }
+            }
+            if matched {
+                evaluated = true;
+                continue;
+            }
+            if let Some(a) = &part.additional {
+                parts.push(a.clone());
+                evaluated = true;
+            }
+        }
+        (parts, evaluated)
+    }
+
+    pub(super) fn object(&mut self, f: &Flat<'a>, depth: usize) -> Result<Expr, Diagnostic> {
+        if !f.has_object_constraints() {
+            return Ok(self.shared(SharedRule::Object));
+        }
+        let w = self.ws();
+        let mut names: Vec<String> = Vec::new();
+        for part in &f.obj_parts {
+            for (n, _) in &part.props {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        for r in &f.required {
+            if !names.contains(r) {
+                names.push(r.clone());
+            }
+        }
+        if let (true, Some(u)) = (f.has_if, &f.unevaluated_properties) {
+            self.unsupported(u.ptr.clone(), "unevaluatedProperties together with `if`".into())?;
+        }
+        let any_additional_keyword = f.obj_parts.iter().any(|p| p.additional.is_some());
+        let has_patterns = f.obj_parts.iter().any(|p| !p.patterns.is_empty());
+        // What unknown keys must satisfy when no part says: unevaluatedProperties, strict.
+        let fallback: Option<Sub<'a>> = if any_additional_keyword {
+            None
+        } else if let Some(u) = &f.unevaluated_properties {
+            Some(u.clone())
+        } else if self.opts.strict && !has_patterns {
+            Some(Sub {
+                v: &Value::Bool(false),
+                ptr: f.ptr.clone(),
+                neg: false,
+                dialect: self.dialect,
+            })
+        } else {
+            None
+        };
+        // Known properties.
+        let mut members: Vec<(bool, Expr)> = Vec::new();
+        // (position in `required`, index in `members`) of the required members.
+        let mut ranked: Vec<(usize, usize)> = Vec::new();
+        for name in &names {
+            let required = f.required.contains(name);
+            let (mut parts, evaluated) = self.property_parts(f, name);
+            if !evaluated {
+                parts.extend(fallback.clone());
+            }
+            let mut allowed = true;
+            if !f.property_names.is_empty() {
+                let mut pf = Flat::new(&f.ptr);
+                for s in &f.property_names {
+                    self.merge(&mut pf, s, depth + 1, &mut Vec::new(), false)?;
+                }
+                match self.check_value(&pf, &Value::String(name.clone()), depth)? {
+                    Some(ok) => allowed = ok,
+                    None => {
+                        self.unsupported(
+                            f.property_names[0].ptr.clone(),
+                            "propertyNames that cannot be checked against the listed properties"
+                                .into(),
+                        )?;
+                    }
+                }
+            }
+            let value = if allowed {
+                self.compile_parts(
+                    &parts,
+                    &format!(
+                        "{}/properties/{}",
+                        f.ptr,
+                        crate::json_schema::refs::escape_token(name)
+                    ),
+                    depth,
+                )?
+            } else {
+                never()
+            };
+            if is_never(&value) {
+                if required {
+                    return Ok(never());
+                }
+                continue;
+            }
+            let member = Expr::seq(vec![
+                quoted(encode_literal(name, CharEncoding::JsonString)),
+                w.clone(),
+                Expr::literal(":"),
+                w.clone(),
+                value,
+                w.clone(),
+            ]);
+            if let Some(rank) = f.required.iter().position(|r| r == name) {
+                ranked.push((rank, members.len()));
+            }
+            members.push((required, member));
+        }
+        ranked.sort_unstable();
+        let required_order: Vec<usize> = ranked.into_iter().map(|(_, i)| i).collect();
+        let additional = self.additional_member(f, &names, fallback, depth)?;
+        let additional = additional.map(|pairs| {
+            Expr::choice(
+                pairs
+                    .into_iter()
+                    .map(|(key, value)| {
+                        Expr::seq(vec![
+                            key,
+                            w.clone(),
+                            Expr::literal(":"),
+                            w.clone(),
+                            value,
+                            w.clone(),
+                        ])
+                    })
+                    .collect(),
+            )
+        });
+        // Counts.
+        let n_required = members.iter().filter(|m| m.0).count() as u64;
+        let n_known = members.len() as u64;
+        let (min, max) = (f.min_properties, f.max_properties);
+        if max.is_some_and(|m| m < n_required) || (additional.is_none() && min > n_known) {
+            return Ok(never());
+        }
+        let min_trivial = min <= n_required;
+        let max_trivial = max.is_none_or(|m| additional.is_none() && m >= n_known);
+        if !(members.is_empty() || min_trivial && max_trivial) {
+            self.unsupported(
+                format!("{}/minProperties", f.ptr),
+                "minProperties/maxProperties together with listed properties".into(),
+            )?;
+        }
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let body = if members.is_empty() {
+            match additional {
+                None => Expr::Empty,
+                Some(a) => {
+                    let more = self.counted(
+                        comma(&a),
+                        count32(min.saturating_sub(1)),
+                        max.map(|m| count32(m.saturating_sub(1))),
+                    );
+                    let list = Expr::seq(vec![a, more]);
+                    if max == Some(0) {
+                        Expr::Empty
+                    } else if min == 0 {
+                        Expr::optional(list)
+                    } else {
+                        list
+                    }
+                }
+            }
+        } else if self.opts.property_order == crate::json_schema::PropertyOrder::Any {
+            self.member_list_any_order(&members, &required_order, additional.as_ref(), &w, &f.ptr)?
+        } else {
+            self.member_list(members, additional, &w)
+        };
+        Ok(Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")]))
+    }
+
+    /// `e` itself when it has at most `max` IR nodes, else a reference to a new rule of
+    /// body `e` (for expressions written in several places).
+    pub(super) fn rule_past(&mut self, prefix: &str, e: &Expr, max: usize) -> Expr {
+        if e.size() > max {
+            Expr::Rule(self.b.add_fresh(prefix, e.clone()))
+        } else {
+            e.clone()
+        }
+    }
+
+    /// [`Converter::rule_past`] of an expression given away.
+    pub(super) fn rule_past_owned(&mut self, prefix: &str, e: Expr, max: usize) -> Expr {
+        if e.size() > max {
+            Expr::Rule(self.b.add_fresh(prefix, e))
+        } else {
+            e
+        }
+    }
+
+    /// Known members in any order, additional ones anywhere: a rule per state of what
+    /// was written so far.
+    ///
+    /// Members are *tracked* (a bit each: written at most once), *sequenced* (written
+    /// once, in a fixed order among themselves) or free. When `2^required * members`
+    /// stays within [`crate::json_schema::MAX_ANY_ORDER_COPIES`], every required member is tracked,
+    /// and so are as many optional ones, first in schema order, as keep
+    /// `2^tracked * members` within it (up to [`crate::json_schema::MAX_ANY_ORDER_PROPERTIES`] members,
+    /// all of them: each is written at most once). With more required members, they are
+    /// sequenced, in `required_order` (the order of `required`) or in the schema's order,
+    /// optional members going anywhere between them, as many tracked as keep
+    /// `states * 2^tracked * members` within the bound. A free optional member may be
+    /// written again, each occurrence's value checked against its schema, as additional
+    /// properties are (JSON Schema's data model has no two properties of one name, so such
+    /// a document has no meaning of its own to contradict). Objects whose sequenced
+    /// members alone exceed four times the bound are refused (or, with `lenient`, kept in
+    /// schema order).
+    pub(super) fn member_list_any_order(
+        &mut self,
+        members: &[(bool, Expr)],
+        required_order: &[usize],
+        additional: Option<&Expr>,
+        w: &Expr,
+        ptr: &str,
+    ) -> Result<Expr, Diagnostic> {
+        let n = members.len();
+        let budget = crate::json_schema::MAX_ANY_ORDER_COPIES;
+        let n_required = members.iter().filter(|m| m.0).count();
+        let copies = |steps: usize, bits: usize| {
+            if bits > 30 {
+                usize::MAX
+            } else {
+                steps.saturating_mul(1usize << bits).saturating_mul(n)
+            }
+        };
+        let all_tracked = n <= crate::json_schema::MAX_ANY_ORDER_PROPERTIES;
+        // Required members as bits, or in sequence: the order of `required`, or the
+        // schema's order (of `properties`), either one.
+        let (sequences, mut tracked): (Vec<Vec<usize>>, Vec<usize>) =
+            if all_tracked || copies(1, n_required) <= budget {
+                (vec![Vec::new()], (0..n).filter(|&i| members[i].0).collect())
+            } else {
+                let mut listed: Vec<usize> =
+                    required_order.iter().copied().filter(|&i| i < n && members[i].0).collect();
+                let rest: Vec<usize> =
+                    (0..n).filter(|i| members[*i].0 && !listed.contains(i)).collect();
+                listed.extend(rest);
+                let schema: Vec<usize> = (0..n).filter(|&i| members[i].0).collect();
+                if listed == schema {
+                    (vec![listed], Vec::new())
+                } else {
+                    (vec![listed, schema], Vec::new())
+                }
+            };
+        let steps: usize = sequences.iter().map(|s| s.len() + 1).sum();
+        if copies(steps, tracked.len()) > 4 * budget {
+            self.unsupported(
+                ptr.to_string(),
+                format!(
+                    "{n_required} required properties among {n} in any order (more than {} \
+                     copies of members)",
+                    4 * budget
+                ),
+            )?;
+            return Ok(self.member_list(members.to_vec(), additional.cloned(), w));
+        }
+        for i in (0..n).filter(|&i| !members[i].0) {
+            if all_tracked || copies(steps, tracked.len() + 1) <= budget {
+                tracked.push(i);
+            }
+        }
+        let bit_of = |i: usize| tracked.iter().position(|&t| t == i).map(|b| 1usize << b);
+        let required_bits: usize =
+            (0..n).filter(|&i| members[i].0).filter_map(bit_of).fold(0, |a, b| a | b);
+        // Members are written in every rule: what follows a member's key becomes a rule
+        // of its own unless tiny (the key stays in place, so the automaton tells members
+        // apart without a call), and so does a large additional member.
+        let members: Vec<Expr> = members
+            .iter()
+            .map(|(_, e)| match e {
+                Expr::Seq(items) if e.size() > MAX_ANY_ORDER_COPIED && items.len() > 1 => {
+                    let rest = self.b.add_fresh("member", Expr::seq(items[1..].to_vec()));
+                    Expr::seq(vec![items[0].clone(), Expr::Rule(rest)])
+                }
+                _ => self.rule_past("member", e, MAX_ANY_ORDER_COPIED),
+            })
+            .collect();
+        let additional = additional.map(|a| self.rule_past("additional", a, MAX_ANY_ORDER_COPIED));
+        let additional = additional.as_ref();
+        // State (step, set) of a sequence: its first `step` members and the tracked
+        // members of `set` written; its rule is rules[step * sets + set].
+        let sets = 1usize << tracked.len();
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let mut start = Vec::new();
+        for (index, sequence) in sequences.iter().enumerate() {
+            let steps = sequence.len() + 1;
+            let rules: Vec<crate::ir::RuleId> =
+                (0..steps * sets).map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
+            let rule = |step: usize, set: usize| Expr::Rule(rules[step * sets + set]);
+            let step_of = |i: usize| sequence.iter().position(|&t| t == i);
+            // The alternatives that write one more member in state (step, set), each
+            // followed by the rule of the state after it.
+            let alternatives = |step: usize, set: usize, first: bool| {
+                let lead = |e: &Expr| if first { e.clone() } else { comma(e) };
+                let mut alts = Vec::new();
+                for (i, m) in members.iter().enumerate() {
+                    let next = match (step_of(i), bit_of(i)) {
+                        (Some(k), _) if k == step => rule(step + 1, set),
+                        (Some(_), _) => continue,
+                        (None, Some(bit)) if set & bit == 0 => rule(step, set | bit),
+                        (None, Some(_)) => continue,
+                        (None, None) => rule(step, set),
+                    };
+                    alts.push(Expr::seq(vec![lead(m), next]));
+                }
+                if let Some(a) = additional {
+                    alts.push(Expr::seq(vec![lead(a), rule(step, set)]));
+                }
+                alts
+            };
+            let can_end =
+                |step: usize, set: usize| step + 1 == steps && set & required_bits == required_bits;
+            for step in 0..steps {
+                for set in 0..sets {
+                    let mut alts = Vec::new();
+                    if can_end(step, set) {
+                        alts.push(Expr::Empty);
+                    }
+                    alts.extend(alternatives(step, set, false));
+                    let body = choice_or_never(alts);
+                    self.b.define(rules[step * sets + set], body);
+                }
+            }
+            // Writing nothing is one way in, whichever the sequence.
+            if can_end(0, 0) && index == 0 {
+                start.push(Expr::Empty);
+            }
+            start.extend(alternatives(0, 0, true));
+        }
+        Ok(choice_or_never(start))
+    }
+
+    /// Known members in order (optional ones may be left out), then additional ones.
+    pub(super) fn member_list(
+        &mut self,
+        members: Vec<(bool, Expr)>,
+        additional: Option<Expr>,
+        w: &Expr,
+    ) -> Expr {
+        let n = members.len();
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let first_required = members.iter().position(|m| m.0).unwrap_or(n);
+        // Each member is written up to twice and each tail up to `first_required + 1`
+        // times: large members become rules of their own, and tails become rules when
+        // their copies would add up, so nested objects do not multiply sizes.
+        let members: Vec<(bool, Expr)> = members
+            .into_iter()
+            .map(|(required, e)| (required, self.rule_past_owned("member", e, MAX_COPIED_MEMBER)))
+            .collect();
+        let additional =
+            additional.map(|a| self.rule_past_owned("additional", a, MAX_COPIED_MEMBER));
+        let additional = additional.as_ref();
+        let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
+        let use_rules = (first_required + 1) * total > 1024;
+        // tails[i]: what follows once something was written, from member i on.
+        let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
+        tails[n] = match additional {
+            Some(a) => Expr::star(comma(a)),
+            None => Expr::Empty,
+        };
+        for i in (0..n).rev() {
+            let item = if members[i].0 {
+                comma(&members[i].1)
+            } else {
+                Expr::optional(comma(&members[i].1))
+            };
+            let body = Expr::seq(vec![item, tails[i + 1].clone()]);
+            tails[i] = if use_rules && i > 0 {
+                let id = self.b.add_fresh("members", body);
+                Expr::Rule(id)
+            } else {
+                body
+            };
+        }
+        // start(i): nothing written yet, members i.. remain.
+        let mut start = match additional {
+            Some(a) => Expr::optional(Expr::seq(vec![a.clone(), Expr::star(comma(a))])),
+            None => Expr::Empty,
+        };
+        for i in (0..n).rev() {
+            let this = Expr::seq(vec![members[i].1.clone(), tails[i + 1].clone()]);
+            start = if members[i].0 {
+                this
+            } else if i > first_required {
+                continue;
+            } else {
+                Expr::choice(vec![this, start])
+            };
+        }
+        start
+    }
+
+    /// Keys of one pattern property with its schema, and the keys that do not match it
+    /// with the schema of additional properties (an empty list: no such key may occur):
+    /// `None` when the complement of the pattern is not expressible (or listed properties
+    /// would have to be excluded from it).
+    pub(super) fn pattern_or_not(
+        &mut self,
+        patterns: &[(String, Sub<'a>)],
+        others: &[Sub<'a>],
+        own: Option<Sub<'a>>,
+        names: &[String],
+        depth: usize,
+    ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
+        let [(p, s)] = patterns else { return Ok(None) };
+        let (rest, matching) = if names.is_empty() {
+            let Ok(Some(rest)) = self.pattern_complement(p, &s.ptr) else {
+                return Ok(None);
+            };
+            let opts = RegexOptions::json_schema_pattern();
+            let Ok(matching) = regex_to_ir(p, &mut self.b, opts) else { return Ok(None) };
+            (rest, matching)
+        } else {
+            // Keys other than the listed names: those the pattern matches, and the rest.
+            let Ok(Some(matching)) = self.keys_besides(p, &s.ptr, names, true) else {
+                return Ok(None);
+            };
+            let Ok(Some(rest)) = self.keys_besides(p, &s.ptr, names, false) else {
+                return Ok(None);
+            };
+            (rest, matching)
+        };
+        let mut pairs = Vec::new();
+        let mut value_parts = vec![s.clone()];
+        value_parts.extend(others.iter().cloned());
+        let value = self.compile_parts(&value_parts, &s.ptr, depth)?;
+        if !is_never(&value) && !is_never(&matching) {
+            pairs.push((quoted(matching), value));
+        }
+        let mut rest_parts: Vec<Sub<'a>> = others.to_vec();
+        rest_parts.extend(own);
+        let ptr = format!("{}/additionalProperties", s.ptr);
+        let value = self.compile_parts(&rest_parts, &ptr, depth)?;
+        if !is_never(&value) && !is_never(&rest) {
+            pairs.push((quoted(rest), value));
+        }
+        Ok(Some(pairs))
+    }
+
+    /// The key and value expressions of additional properties, `None` when none may occur.
+    pub(super) fn additional_member(
+        &mut self,
+        f: &Flat<'a>,
+        names: &[String],
+        fallback: Option<Sub<'a>>,
+        depth: usize,
+    ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
+        let pattern_parts: Vec<usize> =
+            (0..f.obj_parts.len()).filter(|&i| !f.obj_parts[i].patterns.is_empty()).collect();
+        let ptr = format!("{}/additionalProperties", f.ptr);
+        if pattern_parts.is_empty() {
+            let mut value_parts: Vec<Sub<'a>> =
+                f.obj_parts.iter().filter_map(|p| p.additional.clone()).collect();
+            value_parts.extend(fallback);
+            if value_parts.iter().any(Sub::is_false) {
+                return Ok(None);
+            }
+            let value = self.compile_parts(&value_parts, &ptr, depth)?;
+            if is_never(&value) {
+                return Ok(None);
+            }
+            let key = if f.property_names.is_empty() {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                if refs.is_empty() {
+                    self.shared(SharedRule::String)
+                } else {
+                    let any_char = self.json_char();
+                    string_excluding(&refs, any_char)
+                }
+            } else {
+                let mut pf = Flat::new(&f.ptr);
+                for s in &f.property_names {
+                    self.merge(&mut pf, s, depth + 1, &mut Vec::new(), false)?;
+                }
+                for name in names {
+                    if self.check_value(&pf, &Value::String(name.clone()), depth)? != Some(false) {
+                        self.unsupported(
+                            f.property_names[0].ptr.clone(),
+                            "propertyNames together with listed properties and additional properties".into(),
+                        )?;
+                        break;
+                    }
+                }
+                pf.types &= types::STRING;
+                let k = self.compile_flat(pf, depth + 1)?;
+                if is_never(&k) {
+                    return Ok(None);
+                }
+                k
+            };
+            return Ok(Some(vec![(key, value)]));
+        }
+        if pattern_parts.len() > 1 || !f.property_names.is_empty() {
+            self.unsupported(
+                format!("{}/patternProperties", f.obj_parts[pattern_parts[0]].ptr),
+                "patternProperties in several merged schemas, or with propertyNames".into(),
+            )?;
+            return Ok(None);
+        }
+        let j = pattern_parts[0];
+        let part = &f.obj_parts[j];
+        let pptr = format!("{}/patternProperties", part.ptr);
+        let mut others: Vec<Sub<'a>> = f
+            .obj_parts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != j)
+            .filter_map(|(_, p)| p.additional.clone())
+            .collect();
+        let own = part.additional.clone().or(fallback);
+        let patterns = part.patterns.clone();
+        // The listed names a pattern matches, which its keys must leave out (the names
+        // are written as listed properties).
+        let mut shadowed: Vec<Vec<String>> = Vec::new();
+        for (p, _) in &patterns {
+            let mut b = crate::ir::GrammarBuilder::new();
+            let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+            let matched = match regex_to_ir(p, &mut b, opts) {
+                Ok(e) => names.iter().filter(|n| self.matches(e.clone(), n)).cloned().collect(),
+                Err(_) => Vec::new(),
+            };
+            shadowed.push(matched);
+        }
+        let own_false = own.as_ref().is_some_and(Sub::is_false);
+        if own_false {
+            let first = &patterns[0].1;
+            if patterns.iter().any(|(_, s)| s.neg != first.neg || !json_equal(s.v, first.v)) {
+                self.unsupported(
+                    pptr.clone(),
+                    "several patternProperties with different schemas (keys may match several)"
+                        .into(),
+                )?;
+            }
+            let mut alts = Vec::new();
+            for ((p, s), listed) in patterns.iter().zip(&shadowed) {
+                let key = match regex_to_ir(p, &mut self.b, RegexOptions::json_schema_pattern()) {
+                    Ok(e) if listed.is_empty() => quoted(e),
+                    Ok(_) => match self.keys_besides(p, &pptr, listed, true)? {
+                        Some(e) => quoted(e),
+                        None => {
+                            self.unsupported(
+                                pptr.clone(),
+                                format!(
+                                    "property `{}` also matches patternProperties `{p}`",
+                                    listed[0]
+                                ),
+                            )?;
+                            continue;
+                        }
+                    },
+                    Err(d) => {
+                        let d = Diagnostic {
+                            pointer: Some(format!(
+                                "{pptr}/{}",
+                                crate::json_schema::refs::escape_token(p)
+                            )),
+                            ..d
+                        };
+                        if d.category == Category::Unsupported {
+                            self.unsupported(d.pointer.clone().unwrap_or_default(), d.message)?;
+                            continue;
+                        }
+                        return Err(d);
+                    }
+                };
+                let mut value_parts = vec![s.clone()];
+                value_parts.append(&mut others.clone());
+                let value = self.compile_parts(&value_parts, &s.ptr, depth)?;
+                if !is_never(&value) {
+                    alts.push((key, value));
+                }
+            }
+            if alts.is_empty() {
+                return Ok(None);
+            }
+            if alts.len() == 1 {
+                return Ok(alts.pop().map(|a| vec![a]));
+            }
+            // Same value schema everywhere: one value, a choice of keys.
+            let value = alts[0].1.clone();
+            let keys = alts.into_iter().map(|a| a.0).collect();
+            return Ok(Some(vec![(Expr::choice(keys), value)]));
+        }
+        let same = patterns.iter().all(|(_, s)| match &own {
+            None => s.is_true(),
+            Some(a) => s.neg == a.neg && json_equal(s.v, a.v),
+        });
+        if !same {
+            if let Some(pairs) =
+                self.pattern_or_not(&patterns, &others, own.clone(), names, depth)?
+            {
+                return Ok((!pairs.is_empty()).then_some(pairs));
+            }
+            self.unsupported(pptr, "patternProperties whose keys are not otherwise excluded (additionalProperties is not false)".into())?;
+        }
+        others.extend(own);
+        let value = self.compile_parts(&others, &ptr, depth)?;
+        if is_never(&value) {
+            return Ok(None);
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let key = if refs.is_empty() {
+            self.shared(SharedRule::String)
+        } else {
+            let any_char = self.json_char();
+            string_excluding(&refs, any_char)
+        };
+        Ok(Some(vec![(key, value)]))
+    }
+
+    /// The keys other than `names` that `pattern` (at `ptr`) matches (`matched`) or does
+    /// not match, as the content of a JSON string: `None` past the automaton's limits.
+    pub(super) fn keys_besides(
+        &mut self,
+        pattern: &str,
+        ptr: &str,
+        names: &[String],
+        matched: bool,
+    ) -> Result<Option<Expr>, Diagnostic> {
+        let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let exprs = [
+            self.raw_pattern(pattern, ptr, raw)?,
+            Expr::choice(names.iter().map(|n| Expr::literal(n)).collect()),
+        ];
+        let accepts = |m: &[bool]| m[0] == matched && !m[1];
+        let enc = CharEncoding::JsonString;
+        Ok(crate::complement::combination(&exprs, accepts, enc, &mut self.b, "pattern"))
+    }
+}
