@@ -79,9 +79,10 @@ takes another directory (a config.json is added in a copy when DIR has none).
 Usage (from the repository root):
 
     V=~/.cache/grammask-bench/venv/bin
-    nice -n 10 $V/python bench-suite/scripts/maskbench_harness.py --out /tmp/maskbench-harness/full
-    $V/python bench-suite/scripts/maskbench_harness.py --every 20 --out /tmp/mb20  # 466 files
-    $V/python bench-suite/scripts/maskbench_harness.py --table-only --out /tmp/mb20
+    OUT=maskbench-harness-out                   # any folder; the default --out
+    nice -n 10 $V/python bench-suite/scripts/maskbench_harness.py --out $OUT/full
+    $V/python bench-suite/scripts/maskbench_harness.py --every 20 --out $OUT/mb20  # 466 files
+    $V/python bench-suite/scripts/maskbench_harness.py --table-only --out $OUT/mb20
 """
 
 import argparse
@@ -553,7 +554,7 @@ def main():
     ap.add_argument("--tokenizer", default=None,
                     help="tokenizer directory (default: Llama-3 from scripts/fetch-tokenizers.sh)")
     ap.add_argument("--engines", default=DEFAULT_ENGINES, help=f"comma-separated, of {ENGINES}")
-    ap.add_argument("--out", default="/tmp/maskbench-harness/run", help="output folder")
+    ap.add_argument("--out", default="maskbench-harness-out", help="output folder")
     ap.add_argument("--time-limit", type=int, default=900, help="seconds per schema (runner's)")
     ap.add_argument("--mem-limit", type=int, default=16, help="address-space GiB per worker")
     ap.add_argument("--jobs", type=int, default=1, choices=[1, 2], help="engines run at once")

@@ -27,7 +27,7 @@ an optional group (XGrammar's EBNF has no empty alternative).
 Usage: xgrammar_steps.py STEPS.jsonl [--details DETAILS.jsonl] [--ours grammask,grammask-eager]
        [--jobs 2] [--timeout 10] [--runs N] [--mem-mb 8192] [--out OUT.json] [--progress]
        [--save-results R.json | --load-results R.json]
-Run it with the Python of /work/shared/peers/setup.sh's venv (xgrammar 0.2.9).
+Run it with the Python of ../shared/peers/setup.sh's venv (xgrammar 0.2.9).
 """
 import argparse
 import base64
