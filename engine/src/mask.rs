@@ -20,7 +20,7 @@ use crate::compiler::CompiledGrammar;
 use crate::error::MatchError;
 use crate::ids::SortedPos;
 use crate::ids::TokenSetId;
-use crate::mask_cache::counters::{self, Path};
+use crate::mask_cache::counters::{self, Path, Work};
 use crate::mask_cache::{MaskEntry, ParentMask, PositionMask, TokenList};
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::{Position, Stack};
@@ -91,7 +91,7 @@ fn fill_text(
         return Ok(());
     }
     let Some(cache) = &grammar.mask_cache else {
-        return walk(grammar, closure, None, bitmask, None);
+        return counters::timed(Work::StackWalk, || walk(grammar, closure, None, bitmask, None));
     };
     let ordinary = grammar.vocab.sorted().len();
     // Context-independent tokens from the cache, then the context-dependent ones of each
@@ -143,7 +143,9 @@ fn fill_text(
         let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
         if !remaining.is_empty() {
             let seed = Closure { configs: vec![config.clone()], can_end: false };
-            walk(grammar, &seed, Some(remaining), bitmask, None)?;
+            counters::timed(Work::StackWalk, || {
+                walk(grammar, &seed, Some(remaining), bitmask, None)
+            })?;
         }
     }
     Ok(())
@@ -205,6 +207,9 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
 /// the listed tokens that no stack reads to the end, but whose prefix left a closure
 /// that could return below the bottom (`can_end`) with bytes still to read, are pushed
 /// to `ended` (ascending), as they depend on what lies below.
+///
+/// Kept out of line, so that the byte steps inline into its loop.
+#[inline(never)]
 fn walk(
     grammar: &CompiledGrammar,
     seed: &Closure,

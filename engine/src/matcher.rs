@@ -443,7 +443,7 @@ pub(crate) fn step_byte(grammar: &CompiledGrammar, configs: &[Stack], byte: u8) 
 }
 
 /// [`step_byte`] into a reused buffer.
-#[inline]
+#[inline(always)]
 pub(crate) fn step_byte_into(
     grammar: &CompiledGrammar,
     configs: &[Stack],

@@ -27,7 +27,6 @@ use crate::ids::{SortedPos, StateId};
 use grammask_syntax::ir::RuleId;
 use grammask_tokenset::{SortedVocab, Vocabulary};
 use smallvec::SmallVec;
-use std::num::NonZeroU16;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
@@ -72,6 +71,96 @@ impl View<'_> {
     }
 }
 
+/// The steps of a classification walk, one byte at a time.
+impl View<'_> {
+    /// Reads byte `b` (the `d`-th of the token) from `lv`. At `d == 0` leaving the
+    /// starting automaton (a call, the end of the rule, the callee's return) is the
+    /// business of the closure's other stacks, which start there.
+    #[inline(always)]
+    fn step(&self, frames: &mut Vec<Frame>, lv: Level, b: u8, d: usize) -> Result<Level, Refusal> {
+        if lv.in_own_rule() {
+            let s = lv.state;
+            if let Some(next) = self.dfa.next(s, b) {
+                let open = lv.is_open() || (d > 0 && self.exits.contains(s, b));
+                return Ok(Level::in_own_rule_at(next, open));
+            }
+            // Refused here: only an exit byte could go on elsewhere.
+            if d == 0 || !self.exits.contains(s, b) {
+                return Err(Refusal::when_open(lv.is_open()));
+            }
+            return self.step_into_call(frames, lv, s, b);
+        }
+        self.step_in_callee(frames, lv, b, d)
+    }
+
+    /// Caller state `s` refused exit byte `b`: into the one callee whose start reads it
+    /// (the rest of the token is read there, and back in the caller if the callee ends
+    /// first); the token is context-dependent when no callee or several read `b`.
+    #[cold]
+    #[inline(never)]
+    fn step_into_call(
+        &self,
+        frames: &mut Vec<Frame>,
+        lv: Level,
+        s: StateId,
+        b: u8,
+    ) -> Result<Level, Refusal> {
+        let view = self;
+        let Some((frame, other)) = view.entered_call(s, b) else {
+            return Err(Refusal::Dependent);
+        };
+        let dfa = &view.automata[frame.callee.index()];
+        let start = dfa.start();
+        // (A callee that starts with `b` only through a call of its own: frames do not nest.)
+        let Some(cs) = dfa.next(start, b) else { return Err(Refusal::Dependent) };
+        // What else could take `b` in the callee: a call of its start state.
+        let inner =
+            !dfa.calls(start).is_empty() && view.all_exits[frame.callee.index()].contains(start, b);
+        let index = match frames.iter().position(|&f| f == frame) {
+            Some(i) => i,
+            None => {
+                frames.push(frame);
+                frames.len() - 1
+            }
+        };
+        counters::add(Path::CalleeEntry, || 1);
+        Level::in_frame(cs, index, lv.is_open() || other || inner).ok_or(Refusal::Dependent)
+    }
+
+    /// Reads `b` inside a callee: on in the callee, or back in the caller. A byte only a
+    /// call of the callee could take makes the token context-dependent (frames do not
+    /// nest).
+    #[inline(never)]
+    fn step_in_callee(
+        &self,
+        frames: &mut Vec<Frame>,
+        lv: Level,
+        b: u8,
+        d: usize,
+    ) -> Result<Level, Refusal> {
+        let Some(index) = lv.frame_index() else { return self.step(frames, lv, b, d) };
+        let Frame { callee, to } = frames[index];
+        let view = self;
+        let dfa = &view.automata[callee.index()];
+        let can_return = dfa.is_accepting(lv.state);
+        // Whether a call of the callee's state could take `b` (leaf callees have none).
+        let calls_take = || {
+            !dfa.calls(lv.state).is_empty() && view.all_exits[callee.index()].contains(lv.state, b)
+        };
+        match dfa.next(lv.state, b) {
+            Some(next) => {
+                let returns = d > 0 && can_return && view.caller_takes(to, b);
+                Ok(lv.at_state(next).or_open(returns || calls_take()))
+            }
+            None if can_return && d > 0 => {
+                let open = lv.is_open() || calls_take();
+                self.step(frames, Level::in_own_rule_at(to, open), b, d)
+            }
+            None => Err(Refusal::when_open(lv.is_open() || calls_take())),
+        }
+    }
+}
+
 /// A rule a walk entered from the position's rule, and the state of the position's rule
 /// it returns to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,54 +170,71 @@ pub(crate) struct Frame {
 }
 
 /// Where a classification walk is after some bytes of a token: in the position's rule,
-/// or inside a rule called from it (one of the walk's frames). Eight bytes, kept in
-/// registers by the walk.
+/// or inside a rule called from it (one of the walk's frames), and whether it is *open*:
+/// some other path could have taken one of the bytes so far (entered another rule,
+/// ended the rule, returned from the callee earlier), so that a token refused later is
+/// context-dependent, not rejected. Eight bytes, kept in registers by the walk; the
+/// methods below are the only readers of its packing.
 #[derive(Clone, Copy)]
 pub(crate) struct Level {
     state: StateId,
-    /// `None` in the position's rule; else 1 + the index of its [`Frame`].
-    frame: Option<NonZeroU16>,
-    /// Whether some other path could have taken one of the bytes so far (entered another
-    /// rule, ended the rule, returned from the callee earlier): a token refused later is
-    /// then context-dependent, not rejected.
-    open: bool,
+    /// `open` in bit 0; above it 0 in the position's rule, else 1 + the index of the
+    /// level's [`Frame`].
+    tag: u32,
 }
 
 impl Level {
     /// At `state` of the position's rule.
     pub(crate) fn at(state: StateId) -> Level {
-        Level { state, frame: None, open: false }
+        Level { state, tag: 0 }
     }
 
     /// At `state` of the callee of frame `frame`, if the walk can number it.
     fn in_frame(state: StateId, frame: usize, open: bool) -> Option<Level> {
-        let frame = u16::try_from(frame + 1).ok().and_then(NonZeroU16::new)?;
-        Some(Level { state, frame: Some(frame), open })
+        let slot = u32::try_from(frame).ok().filter(|&f| f < u32::MAX >> 2)? + 1;
+        Some(Level { state, tag: (slot << 1) | u32::from(open) })
+    }
+
+    /// At `state` of the position's rule, open or not.
+    #[inline(always)]
+    fn in_own_rule_at(state: StateId, open: bool) -> Level {
+        Level { state, tag: u32::from(open) }
     }
 
     /// Whether the walk is in the position's rule.
     #[inline(always)]
     fn in_own_rule(self) -> bool {
-        self.frame.is_none()
+        self.tag <= 1
     }
 
-    /// Whether the walk is in the position's rule and no other path could have taken a
-    /// byte so far.
+    /// Whether the walk is in the position's rule and not open.
     #[inline(always)]
     fn in_own_rule_closed(self) -> bool {
-        self.frame.is_none() && !self.open
+        self.tag == 0
+    }
+
+    /// Whether some other path could have taken a byte so far.
+    #[inline(always)]
+    fn is_open(self) -> bool {
+        self.tag & 1 != 0
     }
 
     /// The index of its frame, inside a callee.
     #[inline(always)]
     fn frame_index(self) -> Option<usize> {
-        self.frame.map(|f| usize::from(f.get()) - 1)
+        (self.tag >> 1).checked_sub(1).map(|f| f as usize)
+    }
+
+    /// The same level at another state.
+    #[inline(always)]
+    fn at_state(self, state: StateId) -> Level {
+        Level { state, ..self }
     }
 
     /// The same level, open if it was or `open` says so.
     #[inline(always)]
     fn or_open(self, open: bool) -> Level {
-        Level { open: self.open || open, ..self }
+        Level { tag: self.tag | u32::from(open), ..self }
     }
 }
 
@@ -201,86 +307,10 @@ impl<'a> Walker<'a> {
             Start::At(state) => Level::at(state),
             Start::InCallee { callee, state, to } => {
                 walker.frames.push(Frame { callee, to });
-                Level { state, frame: NonZeroU16::new(1), open: false }
+                Level::in_frame(state, 0, false).unwrap_or(Level::at(state))
             }
         };
         (walker, level)
-    }
-
-    /// Reads byte `b` (the `d`-th of the token) from `lv`. At `d == 0` leaving the
-    /// starting automaton (a call, the end of the rule, the callee's return) is the
-    /// business of the closure's other stacks, which start there.
-    #[inline(always)]
-    fn step(&mut self, lv: Level, b: u8, d: usize) -> Result<Level, Refusal> {
-        if !lv.in_own_rule() {
-            return self.step_in_callee(lv, b, d);
-        }
-        let view = &self.view;
-        let s = lv.state;
-        if let Some(next) = view.dfa.next(s, b) {
-            let open = lv.open || (d > 0 && view.exits.contains(s, b));
-            return Ok(Level { state: next, frame: None, open });
-        }
-        // Refused here: only an exit byte could go on elsewhere.
-        if d == 0 || !view.exits.contains(s, b) {
-            return Err(Refusal::when_open(lv.open));
-        }
-        self.step_into_call(lv, s, b)
-    }
-
-    /// Caller state `s` refused exit byte `b`: into the one callee whose start reads it
-    /// (the rest of the token is read there, and back in the caller if the callee ends
-    /// first); the token is context-dependent when no callee or several read `b`.
-    #[cold]
-    #[inline(never)]
-    fn step_into_call(&mut self, lv: Level, s: StateId, b: u8) -> Result<Level, Refusal> {
-        let view = &self.view;
-        let Some((frame, other)) = view.entered_call(s, b) else {
-            return Err(Refusal::Dependent);
-        };
-        let dfa = &view.automata[frame.callee.index()];
-        let start = dfa.start();
-        // (A callee that starts with `b` only through a call of its own: frames do not nest.)
-        let Some(cs) = dfa.next(start, b) else { return Err(Refusal::Dependent) };
-        // What else could take `b` in the callee: a call of its start state.
-        let inner =
-            !dfa.calls(start).is_empty() && view.all_exits[frame.callee.index()].contains(start, b);
-        let index = match self.frames.iter().position(|&f| f == frame) {
-            Some(i) => i,
-            None => {
-                self.frames.push(frame);
-                self.frames.len() - 1
-            }
-        };
-        counters::add(Path::CalleeEntry, || 1);
-        Level::in_frame(cs, index, lv.open || other || inner).ok_or(Refusal::Dependent)
-    }
-
-    /// Reads `b` inside a callee: on in the callee, or back in the caller. A byte only a
-    /// call of the callee could take makes the token context-dependent (frames do not
-    /// nest).
-    #[inline(never)]
-    fn step_in_callee(&mut self, lv: Level, b: u8, d: usize) -> Result<Level, Refusal> {
-        let Some(index) = lv.frame_index() else { return self.step(lv, b, d) };
-        let Frame { callee, to } = self.frames[index];
-        let view = &self.view;
-        let dfa = &view.automata[callee.index()];
-        let can_return = dfa.is_accepting(lv.state);
-        // Whether a call of the callee's state could take `b` (leaf callees have none).
-        let calls_take = || {
-            !dfa.calls(lv.state).is_empty() && view.all_exits[callee.index()].contains(lv.state, b)
-        };
-        match dfa.next(lv.state, b) {
-            Some(next) => {
-                let returns = d > 0 && can_return && view.caller_takes(to, b);
-                Ok(Level { state: next, ..lv }.or_open(returns || calls_take()))
-            }
-            None if can_return && d > 0 => {
-                let open = lv.open || calls_take();
-                self.step(Level { state: to, frame: None, open }, b, d)
-            }
-            None => Err(Refusal::when_open(lv.open || calls_take())),
-        }
     }
 
     /// The walk over the keys of `trie` (the sorted vocabulary, a part of it, or tails
@@ -294,6 +324,10 @@ impl<'a> Walker<'a> {
         found: &mut Found<T::Accepted, T::Dependent>,
         shortcut: Option<&RunShortcut<'_>>,
     ) {
+        // The automata are read through a copy (no write of the walk can change them);
+        // only the frames grow.
+        let view = self.view;
+        let frames = &mut self.frames;
         let n = trie.count();
         // levels[d]: where the walk is after the first d bytes of the current token.
         let mut levels: Vec<Level> = vec![start];
@@ -308,7 +342,7 @@ impl<'a> Walker<'a> {
             // The current level stays in registers; `levels` is only written.
             let mut current = levels[shared];
             for (d, &b) in bytes.iter().enumerate().skip(shared) {
-                match self.step(current, b, d + T::OFFSET) {
+                match view.step(frames, current, b, d + T::OFFSET) {
                     Ok(entry) => {
                         current = entry;
                         if levels.len() <= d + 1 {

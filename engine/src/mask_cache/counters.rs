@@ -1,5 +1,6 @@
 //! Counts of which path decided each token, so that a test comparing a fast path with
-//! the plain walk can show that the fast path ran.
+//! the plain walk can show that the fast path ran; and the time masks spent on each kind
+//! of work, so that a slow mask can be told apart by its cause.
 //!
 //! Counting happens only with the feature `path-counters` (the engine's own tests turn it
 //! on); without it [`snapshot`] reads zeros and counting compiles to nothing. Counts are
@@ -46,20 +47,52 @@ impl Path {
     ];
 }
 
-/// Tokens counted per path.
+/// A kind of work a mask spends time on, timed apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Work {
+    /// Classifying a position on its first visit (its own entry).
+    PositionFill,
+    /// Classifying a position inside a rule walked through on its first visit.
+    ThroughFill,
+    /// Classifying a position's context-dependent tokens under its return positions on
+    /// their first visit.
+    ParentFill,
+    /// Walking context-dependent tokens (or, without the cache, every token) against
+    /// the real stacks.
+    StackWalk,
+}
+
+impl Work {
+    /// Every kind, in declaration order.
+    pub const ALL: [Work; 4] =
+        [Work::PositionFill, Work::ThroughFill, Work::ParentFill, Work::StackWalk];
+}
+
+/// Tokens counted per path, and nanoseconds per kind of work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts([u64; Path::ALL.len()]);
+pub struct Counts {
+    tokens: [u64; Path::ALL.len()],
+    nanos: [u64; Work::ALL.len()],
+}
 
 impl Counts {
     /// Tokens counted for `path`.
     pub fn get(&self, path: Path) -> u64 {
-        self.0[path as usize]
+        self.tokens[path as usize]
+    }
+
+    /// Time spent on `work`, in nanoseconds.
+    pub fn nanos(&self, work: Work) -> u64 {
+        self.nanos[work as usize]
     }
 
     /// The counts since `earlier` (a snapshot taken before).
     pub fn since(&self, earlier: &Counts) -> Counts {
         let mut out = *self;
-        for (o, e) in out.0.iter_mut().zip(earlier.0) {
+        for (o, e) in out.tokens.iter_mut().zip(earlier.tokens) {
+            *o -= e;
+        }
+        for (o, e) in out.nanos.iter_mut().zip(earlier.nanos) {
             *o -= e;
         }
         out
@@ -68,7 +101,9 @@ impl Counts {
 
 #[cfg(feature = "path-counters")]
 thread_local! {
-    static COUNTS: std::cell::Cell<Counts> = const { std::cell::Cell::new(Counts([0; 9])) };
+    static COUNTS: std::cell::Cell<Counts> = const {
+        std::cell::Cell::new(Counts { tokens: [0; 9], nanos: [0; 4] })
+    };
 }
 
 /// Whether counting is compiled in.
@@ -88,9 +123,31 @@ pub(crate) fn add(path: Path, tokens: impl FnOnce() -> usize) {
     #[cfg(feature = "path-counters")]
     COUNTS.with(|c| {
         let mut counts = c.get();
-        counts.0[path as usize] += tokens() as u64;
+        counts.tokens[path as usize] += tokens() as u64;
         c.set(counts);
     });
     #[cfg(not(feature = "path-counters"))]
     let _ = (path, tokens);
+}
+
+/// Runs `f`, timing it as `work` (timed only when counting is compiled in).
+#[inline(always)]
+pub(crate) fn timed<T>(work: Work, f: impl FnOnce() -> T) -> T {
+    #[cfg(feature = "path-counters")]
+    {
+        let start = std::time::Instant::now();
+        let out = f();
+        let nanos = start.elapsed().as_nanos() as u64;
+        COUNTS.with(|c| {
+            let mut counts = c.get();
+            counts.nanos[work as usize] += nanos;
+            c.set(counts);
+        });
+        out
+    }
+    #[cfg(not(feature = "path-counters"))]
+    {
+        let _ = work;
+        f()
+    }
 }

@@ -247,7 +247,10 @@ impl MaskCache {
         let memo = &self.safe_memo[base..base + len];
         let view = self.view(&grammar.automata, position.rule);
         let slicing = || self.slicing(&grammar.vocab);
-        let mask = classify(view, Start::At(position.state), &grammar.vocab, slicing, memo);
+        let start = Start::At(position.state);
+        let mask = counters::timed(counters::Work::PositionFill, || {
+            classify(view, start, &grammar.vocab, slicing, memo)
+        });
         // A stored entry is boxed (the slot of a state never visited stays one word).
         let bytes = mask.memory() + std::mem::size_of::<PositionMask>();
         let stored = self.keep(mask, bytes, |mask| {
@@ -287,7 +290,9 @@ impl MaskCache {
         let view = self.view(&grammar.automata, parent.rule);
         let start = Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
         let slicing = || self.slicing(&grammar.vocab);
-        let mask = Arc::new(classify(view, start, &grammar.vocab, slicing, &[]));
+        let mask = counters::timed(counters::Work::ThroughFill, || {
+            Arc::new(classify(view, start, &grammar.vocab, slicing, &[]))
+        });
         let bytes = mask.memory()
             + std::mem::size_of::<PositionMask>()
             + std::mem::size_of::<((GlobalState, GlobalState), Arc<PositionMask>)>();
@@ -316,7 +321,21 @@ impl MaskCache {
         if let Some(stored) = Self::find(&self.parent, &key) {
             return Ok(Some(stored));
         }
-        let computed = Arc::new(match frames {
+        let computed = counters::timed(counters::Work::ParentFill, || {
+            self.classify_under(grammar, frames, dependent)
+        })?;
+        let bytes = computed.memory() + std::mem::size_of::<(ParentKey, Arc<ParentMask>)>();
+        Ok(Some(self.keep_in(&self.parent, key, computed, bytes)))
+    }
+
+    /// The classification of a parent entry ([`MaskCache::parent_entry`]).
+    fn classify_under(
+        &self,
+        grammar: &CompiledGrammar,
+        frames: &[Position],
+        dependent: &[SortedPos],
+    ) -> Result<Arc<ParentMask>, MatchError> {
+        Ok(Arc::new(match frames {
             // Inside a leaf rule: the classification walk reads its automaton and the
             // caller's at the cost of a table lookup a byte; only the tokens it leaves
             // (those that may enter a rule the caller calls, or leave the caller's rule)
@@ -334,9 +353,7 @@ impl MaskCache {
                 mask
             }
             _ => crate::mask::classify_below(grammar, frames, dependent)?,
-        });
-        let bytes = computed.memory() + std::mem::size_of::<(ParentKey, Arc<ParentMask>)>();
-        Ok(Some(self.keep_in(&self.parent, key, computed, bytes)))
+        }))
     }
 
     /// Fills every position's entry now, in parallel. Fails with the limit
