@@ -87,7 +87,7 @@ fn refuse_unproductive(grammar: &Grammar, productive: &[bool]) -> Result<(), Com
         None => Ok(()),
         Some(r) => Err(refusal(
             grammar,
-            r,
+            RuleId::new(r),
             format!(
                 "rule `{}` can never finish (it has no finite derivation)",
                 grammar.rules[r].name
@@ -99,9 +99,9 @@ fn refuse_unproductive(grammar: &Grammar, productive: &[bool]) -> Result<(), Com
 /// The engine's refusal of `rule`: a diagnostic at the rule's source span when it has one
 /// (a grammar parsed from text), so it renders with line:col; otherwise
 /// [`CompileError::Unsupported`].
-fn refusal(grammar: &Grammar, rule: usize, message: String) -> CompileError {
+fn refusal(grammar: &Grammar, rule: RuleId, message: String) -> CompileError {
     use grammask_syntax::{Category, Diagnostic, Diagnostics};
-    match grammar.rules.get(rule).map(|r| r.span) {
+    match grammar.rules.get(rule.index()).map(|r| r.span) {
         Some(span) if span.end > span.start => CompileError::Grammar(Diagnostics::one(
             Diagnostic::error(span, message).with_category(Category::Unsupported),
         )),
@@ -182,7 +182,7 @@ pub(crate) fn check_left_recursion(
                     names.push(grammar.rules[w].name.as_str());
                     return Err(refusal(
                         grammar,
-                        w,
+                        RuleId::new(w),
                         format!("left recursion: {}", names.join(" -> ")),
                     ));
                 }

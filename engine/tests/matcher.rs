@@ -1175,3 +1175,41 @@ ws    ::= [ \t]* ("\n" [ ]*)?
     }
     masked_walks_agree(&[spliced, copies], 0xB7E1_5162_8AED_2A6B, 60, 40, || {});
 }
+
+/// Keys of an open object whose names any pattern matches (`patternProperties` `^.*$`
+/// beside `properties`): after `{"` or `,"` two key rules start with the same characters,
+/// so most of a large vocabulary depends on the stack there. Such a position's tokens are
+/// classified under its return positions from its second visit on (a parent entry with
+/// more than 8,192 tokens), and the masks are those of the cache-free walk.
+#[test]
+fn many_dependent_tokens_at_keys_met_again_give_the_same_masks() {
+    let alphabet = b"ab\"{}:, ";
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for len in 1..=5u32 {
+        for n in 0..alphabet.len().pow(len) {
+            let mut t = Vec::new();
+            let mut k = n;
+            for _ in 0..len {
+                t.push(alphabet[k % alphabet.len()]);
+                k /= alphabet.len();
+            }
+            tokens.push(t);
+        }
+    }
+    assert!(tokens.len() > 30_000);
+    let v = with_stop_token(tokens);
+    let schema = r#"{"type": "object", "properties": {"a": {"type": "string"}},
+        "patternProperties": {"^.*$": {"type": "string"}}}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    fired(&[Path::ParentEntry], || {
+        masked_walks_agree(&grammars, 0x94D0_49BB_1331_11EB, 6, 40, || {})
+    });
+    // A document with many keys, in the cached grammar alone: each key position's mask
+    // is the set of tokens it accepts one by one.
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"a\":\"b\",\"ab\":\"a\",\"b\":\"\",").unwrap();
+    for _ in 0..3 {
+        assert_eq!(mask_of(&m), accepted_one_by_one(&m));
+        m.accept_string("\"ba\":\"a\",").unwrap();
+    }
+}

@@ -48,11 +48,13 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-/// Positions with more context-dependent tokens than this are not classified one frame
-/// deeper ([`MaskCache::parent_entry`]): a walk against the real stacks skips the tokens
-/// other stacks accepted already, which the classification cannot, and at such positions
-/// (long `maxLength` strings, where tens of thousands of tokens may end the string) it
-/// costs more than the walks it would spare.
+/// Positions with more context-dependent tokens than this are classified one frame
+/// deeper ([`MaskCache::parent_entry`]) only from their second visit under the same
+/// frames: a walk against the real stacks skips the tokens other stacks accepted
+/// already, which the classification cannot, so at positions met once (long `maxLength`
+/// strings, where tens of thousands of tokens may end the string) the entry would cost
+/// more than the walk it spares; at positions met again (the keys of an open object) it
+/// spares every later walk.
 const MAX_PARENT_DEPENDENT: usize = 8_192;
 
 /// A position's global state index: its rule's first index plus its state.
@@ -91,6 +93,9 @@ pub(crate) struct MaskCache {
     through: Mutex<HashMap<(GlobalState, GlobalState), Arc<PositionMask>>>,
     /// Parent entries, by their frames.
     parent: Mutex<HashMap<ParentKey, Arc<ParentMask>>>,
+    /// The frames of positions with more than [`MAX_PARENT_DEPENDENT`] context-dependent
+    /// tokens met once, whose parent entry is made at the next visit.
+    met_once: Mutex<HashMap<ParentKey, ()>>,
     /// Heap bytes of the stored entries, at most `max_bytes`.
     bytes: AtomicUsize,
     /// `Limits::max_mask_cache_bytes`.
@@ -140,6 +145,7 @@ impl MaskCache {
             leaf,
             through: Mutex::new(HashMap::new()),
             parent: Mutex::new(HashMap::new()),
+            met_once: Mutex::new(HashMap::new()),
             bytes: AtomicUsize::new(0),
             max_bytes,
         }
@@ -226,6 +232,11 @@ impl MaskCache {
         stored.unwrap_or_else(|value| value)
     }
 
+    /// Whether the frames `key` are met for the first time (not among those met once).
+    fn first_meeting(&self, key: ParentKey) -> bool {
+        !self.met_once.lock().unwrap_or_else(PoisonError::into_inner).contains_key(&key)
+    }
+
     /// A map's entry for `key`, if stored.
     fn find<K: Eq + Hash, V>(map: &Mutex<HashMap<K, Arc<V>>>, key: &K) -> Option<Arc<V>> {
         map.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
@@ -303,23 +314,30 @@ impl MaskCache {
     /// entry's, or its through entry's) classified with the return positions below it,
     /// `frames` bottom first: one, or two for a position inside a rule walked through,
     /// fewer on a shorter stack (the top alone at the root); computed on first use and
-    /// stored while the memory bound allows. `None` for more than
-    /// [`MAX_PARENT_DEPENDENT`] tokens: the walk against the stack gives the same answers.
+    /// stored while the memory bound allows. For more than [`MAX_PARENT_DEPENDENT`]
+    /// tokens, `None` at the first visit under these frames (the walk against the stack
+    /// gives the same answers), computed at the next.
     pub(crate) fn parent_entry(
         &self,
         grammar: &CompiledGrammar,
         frames: &[Position],
         dependent: &[SortedPos],
     ) -> Result<Option<Arc<ParentMask>>, MatchError> {
-        if dependent.len() > MAX_PARENT_DEPENDENT {
-            return Ok(None);
-        }
         let mut key = [NO_FRAME; 3];
         for (k, &position) in key.iter_mut().zip(frames.iter().rev()) {
             *k = self.global(position);
         }
         if let Some(stored) = Self::find(&self.parent, &key) {
             return Ok(Some(stored));
+        }
+        if dependent.len() > MAX_PARENT_DEPENDENT && self.first_meeting(key) {
+            // The first visit: only remembered (while the memory bound allows).
+            let bytes = std::mem::size_of::<(ParentKey, ())>() * 2;
+            let _ = self.keep((), bytes, |()| {
+                let mut met = self.met_once.lock().unwrap_or_else(PoisonError::into_inner);
+                ((), met.insert(key, ()).is_none())
+            });
+            return Ok(None);
         }
         let computed = counters::timed(counters::Work::ParentFill, || {
             self.classify_under(grammar, frames, dependent)
