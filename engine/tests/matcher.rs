@@ -1069,19 +1069,7 @@ fn escapes_stay_one_rule_walked_through() {
 /// of the cache-free walk.
 #[test]
 fn tokens_entering_callees_give_the_same_masks() {
-    let alphabet = b"abcx(), ";
-    let mut tokens: Vec<Vec<u8>> = Vec::new();
-    for len in 1..=3u32 {
-        for n in 0..alphabet.len().pow(len) {
-            let mut t = Vec::new();
-            let mut k = n;
-            for _ in 0..len {
-                t.push(alphabet[k % alphabet.len()]);
-                k /= alphabet.len();
-            }
-            tokens.push(t);
-        }
-    }
+    let tokens = every_string(b"abcx(), ", 3);
     let v = with_stop_token(tokens);
     let text = r#"
         root ::= item (" " item)*
@@ -1183,19 +1171,7 @@ ws    ::= [ \t]* ("\n" [ ]*)?
 /// more than 8,192 tokens), and the masks are those of the cache-free walk.
 #[test]
 fn many_dependent_tokens_at_keys_met_again_give_the_same_masks() {
-    let alphabet = b"ab\"{}:, ";
-    let mut tokens: Vec<Vec<u8>> = Vec::new();
-    for len in 1..=5u32 {
-        for n in 0..alphabet.len().pow(len) {
-            let mut t = Vec::new();
-            let mut k = n;
-            for _ in 0..len {
-                t.push(alphabet[k % alphabet.len()]);
-                k /= alphabet.len();
-            }
-            tokens.push(t);
-        }
-    }
+    let tokens = every_string(b"ab\"{}:, ", 5);
     assert!(tokens.len() > 30_000);
     let v = with_stop_token(tokens);
     let schema = r#"{"type": "object", "properties": {"a": {"type": "string"}},
@@ -1212,4 +1188,21 @@ fn many_dependent_tokens_at_keys_met_again_give_the_same_masks() {
         assert_eq!(mask_of(&m), accepted_one_by_one(&m));
         m.accept_string("\"ba\":\"a\",").unwrap();
     }
+}
+
+/// Every string of 1 to `max_len` bytes over `alphabet`.
+fn every_string(alphabet: &[u8], max_len: u32) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for len in 1..=max_len {
+        for n in 0..alphabet.len().pow(len) {
+            let mut t = Vec::new();
+            let mut k = n;
+            for _ in 0..len {
+                t.push(alphabet[k % alphabet.len()]);
+                k /= alphabet.len();
+            }
+            out.push(t);
+        }
+    }
+    out
 }
