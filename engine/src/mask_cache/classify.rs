@@ -189,6 +189,11 @@ impl Level {
         Level { state, tag: 0 }
     }
 
+    /// At `state` of the callee of the walk's first frame, not open.
+    fn in_first_frame(state: StateId) -> Level {
+        Level { state, tag: 1 << 1 }
+    }
+
     /// At `state` of the callee of frame `frame`, if the walk can number it.
     fn in_frame(state: StateId, frame: usize, open: bool) -> Option<Level> {
         let slot = u32::try_from(frame).ok().filter(|&f| f < u32::MAX >> 2)? + 1;
@@ -307,7 +312,7 @@ impl<'a> Walker<'a> {
             Start::At(state) => Level::at(state),
             Start::InCallee { callee, state, to } => {
                 walker.frames.push(Frame { callee, to });
-                Level::in_frame(state, 0, false).unwrap_or(Level::at(state))
+                Level::in_first_frame(state)
             }
         };
         (walker, level)

@@ -43,7 +43,7 @@ use grammask_syntax::ir::RuleId;
 use grammask_tokenset::Vocabulary;
 use runs::UNKNOWN_DEPTH;
 use slicing::Slicing;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -95,7 +95,7 @@ pub(crate) struct MaskCache {
     parent: Mutex<HashMap<ParentKey, Arc<ParentMask>>>,
     /// The frames of positions with more than [`MAX_PARENT_DEPENDENT`] context-dependent
     /// tokens met once, whose parent entry is made at the next visit.
-    met_once: Mutex<HashMap<ParentKey, ()>>,
+    met_once: Mutex<HashSet<ParentKey>>,
     /// Heap bytes of the stored entries, at most `max_bytes`.
     bytes: AtomicUsize,
     /// `Limits::max_mask_cache_bytes`.
@@ -145,7 +145,7 @@ impl MaskCache {
             leaf,
             through: Mutex::new(HashMap::new()),
             parent: Mutex::new(HashMap::new()),
-            met_once: Mutex::new(HashMap::new()),
+            met_once: Mutex::new(HashSet::new()),
             bytes: AtomicUsize::new(0),
             max_bytes,
         }
@@ -232,9 +232,17 @@ impl MaskCache {
         stored.unwrap_or_else(|value| value)
     }
 
-    /// Whether the frames `key` are met for the first time (not among those met once).
-    fn first_meeting(&self, key: ParentKey) -> bool {
-        !self.met_once.lock().unwrap_or_else(PoisonError::into_inner).contains_key(&key)
+    /// Whether the frames `key` were met before; remembers them otherwise (while the
+    /// memory bound allows).
+    fn met_before(&self, key: ParentKey) -> bool {
+        let mut met = self.met_once.lock().unwrap_or_else(PoisonError::into_inner);
+        if met.contains(&key) {
+            return true;
+        }
+        if self.keep((), std::mem::size_of::<ParentKey>() * 2, |()| ((), true)).is_ok() {
+            met.insert(key);
+        }
+        false
     }
 
     /// A map's entry for `key`, if stored.
@@ -330,13 +338,7 @@ impl MaskCache {
         if let Some(stored) = Self::find(&self.parent, &key) {
             return Ok(Some(stored));
         }
-        if dependent.len() > MAX_PARENT_DEPENDENT && self.first_meeting(key) {
-            // The first visit: only remembered (while the memory bound allows).
-            let bytes = std::mem::size_of::<(ParentKey, ())>() * 2;
-            let _ = self.keep((), bytes, |()| {
-                let mut met = self.met_once.lock().unwrap_or_else(PoisonError::into_inner);
-                ((), met.insert(key, ()).is_none())
-            });
+        if dependent.len() > MAX_PARENT_DEPENDENT && !self.met_before(key) {
             return Ok(None);
         }
         let computed = counters::timed(counters::Work::ParentFill, || {
