@@ -93,7 +93,6 @@ fn fill_text(
     let Some(cache) = &grammar.mask_cache else {
         return counters::timed(Work::StackWalk, || walk(grammar, closure, None, bitmask, None));
     };
-    let ordinary = grammar.vocab.sorted().len();
     // Context-independent tokens from the cache, then the context-dependent ones of each
     // position checked against that stack alone (the other stacks are other configs).
     // (stack, its entry, how many return positions its dependent tokens are classified
@@ -106,12 +105,12 @@ fn fill_text(
         let (entry, below) = match through {
             Some(parent) => {
                 let entry = cache.through_entry(grammar, config.top, parent.top);
-                counters::add(Path::ThroughEntry, || ordinary - entry.dependent.len());
+                counters::add(Path::ThroughEntry, || ordinary(grammar) - entry.dependent.len());
                 (Entry::Through(entry), 2)
             }
             None => {
                 let entry = cache.position_entry(grammar, config.top);
-                counters::add(Path::PositionEntry, || ordinary - entry.dependent.len());
+                counters::add(Path::PositionEntry, || ordinary(grammar) - entry.dependent.len());
                 (Entry::Cache(entry), 1)
             }
         };
@@ -149,6 +148,12 @@ fn fill_text(
         }
     }
     Ok(())
+}
+
+/// The number of ordinary tokens (those of the sorted vocabulary), read only by the
+/// path counters.
+fn ordinary(grammar: &CompiledGrammar) -> usize {
+    grammar.vocab.sorted().len()
 }
 
 /// A stack top's classification: its position's cache entry, or its entry with the
