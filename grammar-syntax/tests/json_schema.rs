@@ -140,6 +140,28 @@ fn recursive_refs_become_recursive_rules() {
     assert!(!accepts(schema, r#"{"next":{"other":1}}"#));
 }
 
+/// A value under both `properties` and `patternProperties` merges both schemas; when
+/// each holds the same recursive `$ref` in an `anyOf` beside a `type`, the reference is
+/// merged once and the recursion becomes a rule, instead of the merged parts doubling
+/// at every level until the depth limit.
+#[test]
+fn a_recursive_ref_reached_twice_is_merged_once() {
+    let by = json!({"type": "array",
+        "items": {"type": "object", "anyOf": [{"$ref": "#/$defs/author"}]}});
+    let schema = json!({"$defs": {
+        "credits": {"type": "object", "properties": {"by": by},
+            "patternProperties": {"^b": by}},
+        "author": {"type": "object", "additionalProperties": false, "properties": {
+            "name": {"type": "string"}, "credits": {"$ref": "#/$defs/credits"}}}},
+        "$ref": "#/$defs/credits"});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let m = ReferenceMatcher::new(&c.grammar);
+    assert!(m.matches(r#"{"by":[{"name":"x","credits":{"by":[{"name":"y"}],"bz":[]}}]}"#));
+    assert!(m.matches(r#"{"bb":[{"credits":{"by":[{"credits":{}}]}}]}"#));
+    assert!(!m.matches(r#"{"by":[{"name":"x","credits":{"by":[{"nam":"y"}]}}]}"#));
+    assert!(!m.matches(r#"{"by":[{"credits":{"bq":[1]}}]}"#));
+}
+
 #[test]
 fn builtin_json_accepts_any_value() {
     let g = builtin_json_grammar(&JsonSchemaOptions::default());

@@ -132,6 +132,10 @@ pub(crate) struct Flat<'a> {
     pub conditionals: Vec<Conditional<'a>>,
     /// How many parts were merged (a measure for limits).
     pub parts: usize,
+    /// The subschemas merged in full so far, by the address of their value and their
+    /// negation: merging one of them again adds nothing (a schema and itself is the
+    /// schema), so a schema reached twice (a `$ref` in two `anyOf` groups) is merged once.
+    merged: Vec<(usize, bool)>,
     /// Whether an `if` with trivial `then`/`else` was met (it still evaluates
     /// properties and items for `unevaluated*`).
     pub has_if: bool,
@@ -174,6 +178,7 @@ impl<'a> Flat<'a> {
             nots: Vec::new(),
             conditionals: Vec::new(),
             parts: 0,
+            merged: Vec::new(),
             has_if: false,
         }
     }
@@ -504,6 +509,26 @@ impl<'a> Converter<'a> {
     /// a schema that includes itself through `allOf`/`$ref`; `top` is false for parts
     /// merged into another schema.
     pub(crate) fn merge(
+        &mut self,
+        flat: &mut Flat<'a>,
+        sub: &Sub<'a>,
+        depth: usize,
+        stack: &mut Vec<String>,
+        top: bool,
+    ) -> Result<(), Diagnostic> {
+        // Recorded once merged in full, so that a schema including itself (through
+        // `allOf`/`$ref`) still meets itself on `stack`.
+        let id = (std::ptr::from_ref(sub.v) as usize, sub.neg);
+        if flat.merged.contains(&id) {
+            return Ok(());
+        }
+        self.merge_new(flat, sub, depth, stack, top)?;
+        flat.merged.push(id);
+        Ok(())
+    }
+
+    /// [`Converter::merge`] of a subschema not merged into `flat` yet.
+    fn merge_new(
         &mut self,
         flat: &mut Flat<'a>,
         sub: &Sub<'a>,
