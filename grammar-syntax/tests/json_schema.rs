@@ -4,6 +4,7 @@
 use grammask_syntax::json_schema::matcher::ReferenceMatcher;
 use grammask_syntax::json_schema::{
     builtin_json_grammar, json_schema_to_grammar, parse_json_schema, JsonSchemaOptions,
+    PropertyOrder,
 };
 use grammask_syntax::{Category, Expr};
 use serde_json::json;
@@ -160,6 +161,83 @@ fn a_recursive_ref_reached_twice_is_merged_once() {
     assert!(m.matches(r#"{"bb":[{"credits":{"by":[{"credits":{}}]}}]}"#));
     assert!(!m.matches(r#"{"by":[{"name":"x","credits":{"by":[{"nam":"y"}]}}]}"#));
     assert!(!m.matches(r#"{"by":[{"credits":{"bq":[1]}}]}"#));
+}
+
+/// `not` of `additionalProperties: false` on an object that may hold other keys, of
+/// `items`, and of `dependentRequired`/`dependentSchemas`: each is the documents with
+/// one way to fail the negated schema. Each case: the schema, documents it accepts,
+/// documents it rejects, and documents it accepts with properties in any order (their
+/// keys are not in the schema's order).
+#[test]
+fn negations_of_closed_objects_items_and_dependencies() {
+    let cases = [
+        // A key besides "a", whether "a" is there or not.
+        (
+            json!({"type": "object", "not": {"additionalProperties": false,
+                "properties": {"a": {}}}}),
+            vec![r#"{"b":1}"#, r#"{"a":1,"b":2}"#, r#"{"b":1,"a":2}"#],
+            vec![r#"{"a":1}"#, "{}", "[]"],
+            vec![],
+        ),
+        // The same beside listed properties of the object itself.
+        (
+            json!({"properties": {"a": {"type": "integer"}, "c": {"type": "string"}},
+                "not": {"additionalProperties": false, "properties": {"a": {}}}}),
+            vec![r#"{"c":"x"}"#, r#"{"a":1,"z":null}"#, r#"{"z":1}"#],
+            vec![r#"{"a":1}"#, "{}", r#"{"c":1}"#, "1"],
+            vec![r#"{"z":1,"a":2}"#],
+        ),
+        // An item that is not a string.
+        (
+            json!({"type": "array", "not": {"items": {"type": "string"}}}),
+            vec!["[1]", r#"["a",2]"#, r#"[null,"b"]"#],
+            vec![r#"["a"]"#, "[]", r#"["a","b"]"#],
+            vec![],
+        ),
+        // "a" without "b".
+        (
+            json!({"not": {"dependentRequired": {"a": ["b"]}}}),
+            vec![r#"{"a":1}"#, r#"{"a":1,"c":1}"#],
+            vec![r#"{"a":1,"b":2}"#, "{}", r#"{"b":1}"#, "1"],
+            vec![r#"{"c":1,"a":1}"#],
+        ),
+        // "a", and the object fails the dependent schema: no "c".
+        (
+            json!({"not": {"dependentSchemas": {"a": {"required": ["c"]}}}}),
+            vec![r#"{"a":1}"#, r#"{"a":1,"b":2}"#],
+            vec![r#"{"a":1,"c":2}"#, "{}", r#"{"c":1}"#, "[]"],
+            vec![r#"{"b":2,"a":1}"#],
+        ),
+        // oneOf made exclusive: an open object and a closed one with the same keys.
+        (
+            json!({"oneOf": [
+                {"type": "object", "required": ["type"],
+                    "properties": {"type": {"type": "string"}}},
+                {"type": "object", "additionalProperties": false, "required": ["type"],
+                    "properties": {"type": {"const": "ref"}, "id": {"type": "string"}}}]}),
+            vec![r#"{"type":"x"}"#, r#"{"type":"ref","id":"1","more":2}"#],
+            vec![r#"{"type":"ref"}"#, r#"{"type":"ref","id":"1"}"#, "{}"],
+            vec![r#"{"more":2,"type":"ref"}"#],
+        ),
+    ];
+    for order in [PropertyOrder::Schema, PropertyOrder::Any] {
+        let opts = JsonSchemaOptions { property_order: order, ..JsonSchemaOptions::default() };
+        for (schema, valid, invalid, any_order) in &cases {
+            let c =
+                json_schema_to_grammar(schema, &opts).unwrap_or_else(|e| panic!("{schema}: {e:?}"));
+            let m = ReferenceMatcher::new(&c.grammar);
+            for text in valid {
+                assert!(m.matches(text), "{order:?}: {schema} must accept {text}");
+            }
+            for text in invalid {
+                assert!(!m.matches(text), "{order:?}: {schema} must reject {text}");
+            }
+            for text in any_order {
+                let accepted = m.matches(text);
+                assert_eq!(accepted, order == PropertyOrder::Any, "{order:?}: {schema}, {text}");
+            }
+        }
+    }
 }
 
 #[test]

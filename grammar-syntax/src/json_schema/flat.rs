@@ -115,6 +115,11 @@ pub(crate) struct Flat<'a> {
     /// Each entry: the object has a key outside these names (from `not` of an object
     /// part with `additionalProperties: false`).
     pub key_outside: Vec<Vec<String>>,
+    /// The object has a key outside these names, where every listed property outside
+    /// them is absent: so the key is one no part lists, which [`Converter::object`]
+    /// requires of the additional members (from [`Flat::key_outside`] on an object that
+    /// may hold other keys).
+    pub unlisted_key_outside: Option<Vec<String>>,
     pub dependent_required: Vec<(String, Vec<String>, String)>,
     pub dependent_schemas: Vec<(String, Sub<'a>)>,
     pub unevaluated_properties: Option<Sub<'a>>,
@@ -165,6 +170,7 @@ impl<'a> Flat<'a> {
             min_properties: 0,
             max_properties: None,
             key_outside: Vec::new(),
+            unlisted_key_outside: None,
             dependent_required: Vec::new(),
             dependent_schemas: Vec::new(),
             unevaluated_properties: None,
@@ -205,6 +211,7 @@ impl<'a> Flat<'a> {
             || self.min_properties > 0
             || self.max_properties.is_some()
             || !self.key_outside.is_empty()
+            || self.unlisted_key_outside.is_some()
             || !self.dependent_required.is_empty()
             || !self.dependent_schemas.is_empty()
             || self.unevaluated_properties.is_some()

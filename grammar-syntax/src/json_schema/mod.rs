@@ -231,6 +231,11 @@ impl<'a> Sub<'a> {
         !self.neg && self.v == &Value::Bool(false)
     }
 
+    /// Whether `other` is this very subschema (the same value, negated alike).
+    pub(crate) fn same(&self, other: &Sub<'_>) -> bool {
+        std::ptr::eq(self.v, other.v) && self.neg == other.neg
+    }
+
     /// Whether the subschema accepts every value (`true` or `{}`, not negated).
     pub(crate) fn is_true(&self) -> bool {
         !self.neg

@@ -12,7 +12,7 @@
 //! outside the list where the object may hold only listed keys. Keywords whose failure a
 //! grammar cannot state (`multipleOf`, `items`, `format`, ...) make the `not` unsupported.
 
-use super::flat::{tighten_lower, tighten_upper, types, Flat, ObjPart};
+use super::flat::{tighten_lower, tighten_upper, types, Contains, Flat, ObjPart};
 use super::numbers::Bound;
 use super::{Converter, FormatMode, Sub};
 use crate::diagnostic::Diagnostic;
@@ -41,10 +41,18 @@ pub(crate) enum Failure<'a> {
     PropertyFails(String, Sub<'a>),
     /// An object with a key outside these names.
     KeyOutside(Vec<String>),
+    /// An object with the first property and without the second (the failure of
+    /// `dependentRequired`), with the pointer of the dependency.
+    DependencyMissing(String, String, String),
+    /// An object with this property, which fails the schema (the failure of
+    /// `dependentSchemas`).
+    DependencyFails(String, Sub<'a>),
     /// An object with at most this many properties.
     MaxProperties(u64),
     /// An object with at least this many properties.
     MinProperties(u64),
+    /// An array with an item that fails the schema (the failure of `items`).
+    ItemFails(Sub<'a>),
     /// An array with at most this many items.
     MaxItems(u64),
     /// An array with at least this many items.
@@ -105,11 +113,18 @@ impl<'a> Converter<'a> {
         // Objects.
         if !nf.property_names.is_empty()
             || !nf.key_outside.is_empty()
-            || !nf.dependent_required.is_empty()
-            || !nf.dependent_schemas.is_empty()
+            || nf.unlisted_key_outside.is_some()
             || nf.unevaluated_properties.is_some()
         {
             return None;
+        }
+        for (name, deps, ptr) in &nf.dependent_required {
+            for d in deps {
+                out.push(Failure::DependencyMissing(name.clone(), d.clone(), ptr.clone()));
+            }
+        }
+        for (name, s) in &nf.dependent_schemas {
+            out.push(Failure::DependencyFails(name.clone(), s.clone()));
         }
         for part in &nf.obj_parts {
             let closed = part.additional.as_ref().is_some_and(Sub::is_false);
@@ -137,12 +152,17 @@ impl<'a> Converter<'a> {
             out.push(Failure::MinProperties(m + 1));
         }
         // Arrays.
-        if !nf.arr_parts.is_empty()
+        if nf.arr_parts.iter().any(|p| !p.prefix.is_empty())
             || !nf.contains.is_empty()
             || nf.unique_items.is_some()
             || nf.unevaluated_items.is_some()
         {
             return None;
+        }
+        for rest in nf.arr_parts.iter().filter_map(|p| p.rest.as_ref()) {
+            if !rest.is_true() {
+                out.push(Failure::ItemFails(rest.clone()));
+            }
         }
         if nf.min_items > 0 {
             out.push(Failure::MaxItems(nf.min_items - 1));
@@ -220,6 +240,25 @@ impl<'a> Converter<'a> {
                     ..ObjPart::default()
                 });
             }
+            Failure::DependencyMissing(name, dep, ptr) => {
+                if !f.required.contains(name) {
+                    f.required.push(name.clone());
+                }
+                self.apply_failure(f, &Failure::Forbid(dep.clone(), ptr.clone()), depth)?;
+            }
+            Failure::DependencyFails(name, s) => {
+                f.types &= types::OBJECT;
+                if !f.required.contains(name) {
+                    f.required.push(name.clone());
+                }
+                self.merge(
+                    f,
+                    &Sub { neg: !s.neg, ..s.clone() },
+                    depth + 1,
+                    &mut Vec::new(),
+                    false,
+                )?;
+            }
             Failure::KeyOutside(names) => {
                 f.types &= types::OBJECT;
                 f.key_outside.push(names.clone());
@@ -231,6 +270,22 @@ impl<'a> Converter<'a> {
             Failure::MinProperties(m) => {
                 f.types &= types::OBJECT;
                 f.min_properties = f.min_properties.max(*m);
+            }
+            Failure::ItemFails(s) => {
+                f.types &= types::ARRAY;
+                let negated = Sub { neg: !s.neg, ..s.clone() };
+                if f.contains
+                    .iter()
+                    .any(|c| c.min == 1 && c.max.is_none() && c.schema.same(&negated))
+                {
+                    return Ok(());
+                }
+                f.contains.push(Contains {
+                    schema: negated,
+                    min: 1,
+                    max: None,
+                    ptr: s.ptr.clone(),
+                });
             }
             Failure::MaxItems(m) => {
                 f.types &= types::ARRAY;

@@ -179,7 +179,11 @@ impl<'a> Converter<'a> {
         {
             return Ok(Some(false));
         }
-        if f.key_outside.iter().any(|names| map.keys().all(|k| names.contains(k))) {
+        if f.key_outside
+            .iter()
+            .chain(&f.unlisted_key_outside)
+            .any(|names| map.keys().all(|k| names.contains(k)))
+        {
             return Ok(Some(false));
         }
         let mut result = Some(true);

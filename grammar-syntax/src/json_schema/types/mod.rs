@@ -484,27 +484,28 @@ impl<'a> Converter<'a> {
         Ok(())
     }
 
-    /// "A key outside these names" where the object may only hold its listed properties
-    /// (some part has `additionalProperties: false` and no patterns): the first listed
-    /// property outside the names that is present is one of them, the ones before it
-    /// absent. Refused when other keys may occur too.
+    /// "A key outside these names": a required property outside them is one; otherwise
+    /// the first listed property outside the names that is present is one of them, the
+    /// ones before it absent; or, where the object may hold other keys than its listed
+    /// properties, none of them is present and an unlisted key outside the names is
+    /// ([`Flat::unlisted_key_outside`]).
     fn split_key_outside(
         &mut self,
         f: &mut Flat<'a>,
         depth: usize,
     ) -> Result<Option<Vec<Expr>>, Diagnostic> {
         let Some(outside) = f.key_outside.pop() else { return Ok(None) };
-        if f.types & types::OBJECT == 0 {
+        if f.types & types::OBJECT == 0 || f.required.iter().any(|r| !outside.contains(r)) {
             return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
         }
         let closed = f
             .obj_parts
             .iter()
             .any(|p| p.additional.as_ref().is_some_and(Sub::is_false) && p.patterns.is_empty());
-        if !closed {
+        if !closed && f.unlisted_key_outside.is_some() {
             self.unsupported(
                 f.ptr.clone(),
-                "`not` of `additionalProperties: false` where other keys may occur".into(),
+                "`not` of two objects with `additionalProperties: false` where other keys may occur".into(),
             )?;
             return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
         }
@@ -518,7 +519,11 @@ impl<'a> Converter<'a> {
         }
         let mut base = f.clone();
         base.types = types::OBJECT;
-        let (mut alts, _) = self.first_present(base, &names, depth)?;
+        let (mut alts, mut none) = self.first_present(base, &names, depth)?;
+        if !closed {
+            none.unlisted_key_outside = Some(outside);
+            alts.push(self.compile_flat(none, depth + 1)?);
+        }
         if f.types != types::OBJECT {
             let mut other = f.clone();
             other.types &= !types::OBJECT;

@@ -88,54 +88,12 @@ impl<'a> Converter<'a> {
         let mut ranked: Vec<(usize, usize)> = Vec::new();
         for name in &names {
             let required = f.required.contains(name);
-            let (mut parts, evaluated) = self.property_parts(f, name);
-            if !evaluated {
-                parts.extend(fallback.clone());
-            }
-            let mut allowed = true;
-            if !f.property_names.is_empty() {
-                let mut pf = Flat::new(&f.ptr);
-                for s in &f.property_names {
-                    self.merge(&mut pf, s, depth + 1, &mut Vec::new(), false)?;
-                }
-                match self.check_value(&pf, &Value::String(name.clone()), depth)? {
-                    Some(ok) => allowed = ok,
-                    None => {
-                        self.unsupported(
-                            f.property_names[0].ptr.clone(),
-                            "propertyNames that cannot be checked against the listed properties"
-                                .into(),
-                        )?;
-                    }
-                }
-            }
-            let value = if allowed {
-                self.compile_parts(
-                    &parts,
-                    &format!(
-                        "{}/properties/{}",
-                        f.ptr,
-                        crate::json_schema::refs::escape_token(name)
-                    ),
-                    depth,
-                )?
-            } else {
-                never()
-            };
-            if is_never(&value) {
+            let Some(member) = self.listed_member(f, name, fallback.as_ref(), &w, depth)? else {
                 if required {
                     return Ok(never());
                 }
                 continue;
-            }
-            let member = Expr::seq(vec![
-                quoted(encode_literal(name, CharEncoding::JsonString)),
-                w.clone(),
-                Expr::literal(":"),
-                w.clone(),
-                value,
-                w.clone(),
-            ]);
+            };
             if let Some(rank) = f.required.iter().position(|r| r == name) {
                 ranked.push((rank, members.len()));
             }
@@ -143,24 +101,34 @@ impl<'a> Converter<'a> {
         }
         ranked.sort_unstable();
         let required_order: Vec<usize> = ranked.into_iter().map(|(_, i)| i).collect();
+        let member_of = |(key, value)| {
+            Expr::seq(vec![key, w.clone(), Expr::literal(":"), w.clone(), value, w.clone()])
+        };
+        if let Some(outside) = &f.unlisted_key_outside {
+            // One additional member outside `outside` is required. In schema order it
+            // follows the listed members and the additional ones named in `outside`.
+            let mut besides = names.clone();
+            besides.extend(outside.iter().filter(|n| !names.contains(n)).cloned());
+            let Some(pairs) = self.additional_member(f, &besides, fallback.clone(), depth)? else {
+                return Ok(never());
+            };
+            let mut required = Expr::choice(pairs.into_iter().map(member_of).collect());
+            if self.opts.property_order != crate::json_schema::PropertyOrder::Any {
+                let mut named = Vec::new();
+                for n in outside.iter().filter(|n| !names.contains(n)) {
+                    named.extend(self.listed_member(f, n, fallback.as_ref(), &w, depth)?);
+                }
+                if !named.is_empty() {
+                    let before =
+                        Expr::seq(vec![Expr::choice(named), Expr::literal(","), w.clone()]);
+                    required = Expr::seq(vec![Expr::star(before), required]);
+                }
+            }
+            members.push((true, required));
+        }
         let additional = self.additional_member(f, &names, fallback, depth)?;
-        let additional = additional.map(|pairs| {
-            Expr::choice(
-                pairs
-                    .into_iter()
-                    .map(|(key, value)| {
-                        Expr::seq(vec![
-                            key,
-                            w.clone(),
-                            Expr::literal(":"),
-                            w.clone(),
-                            value,
-                            w.clone(),
-                        ])
-                    })
-                    .collect(),
-            )
-        });
+        let additional =
+            additional.map(|pairs| Expr::choice(pairs.into_iter().map(member_of).collect()));
         // Counts.
         let n_required = members.iter().filter(|m| m.0).count() as u64;
         let n_known = members.len() as u64;
@@ -202,6 +170,52 @@ impl<'a> Converter<'a> {
             self.member_list(members, additional, &w)
         };
         Ok(Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")]))
+    }
+
+    /// The member of a property by its name (key, colon and value, with whitespace), its
+    /// value under every part that applies to the name; `None` when no value may follow
+    /// the name.
+    fn listed_member(
+        &mut self,
+        f: &Flat<'a>,
+        name: &str,
+        fallback: Option<&Sub<'a>>,
+        w: &Expr,
+        depth: usize,
+    ) -> Result<Option<Expr>, Diagnostic> {
+        let (mut parts, evaluated) = self.property_parts(f, name);
+        if !evaluated {
+            parts.extend(fallback.cloned());
+        }
+        if !f.property_names.is_empty() {
+            let mut pf = Flat::new(&f.ptr);
+            for s in &f.property_names {
+                self.merge(&mut pf, s, depth + 1, &mut Vec::new(), false)?;
+            }
+            match self.check_value(&pf, &Value::String(name.to_string()), depth)? {
+                Some(true) => {}
+                Some(false) => return Ok(None),
+                None => {
+                    self.unsupported(
+                        f.property_names[0].ptr.clone(),
+                        "propertyNames that cannot be checked against the listed properties".into(),
+                    )?;
+                }
+            }
+        }
+        let ptr = format!("{}/properties/{}", f.ptr, crate::json_schema::refs::escape_token(name));
+        let value = self.compile_parts(&parts, &ptr, depth)?;
+        if is_never(&value) {
+            return Ok(None);
+        }
+        Ok(Some(Expr::seq(vec![
+            quoted(encode_literal(name, CharEncoding::JsonString)),
+            w.clone(),
+            Expr::literal(":"),
+            w.clone(),
+            value,
+            w.clone(),
+        ])))
     }
 
     /// `e` itself when it has at most `max` IR nodes, else a reference to a new rule of
