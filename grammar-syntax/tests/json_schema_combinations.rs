@@ -122,6 +122,53 @@ fn overlapping_one_of_accepts_values_of_exactly_one_branch() {
     }
 }
 
+/// Every string of up to `n` characters over `alphabet`.
+fn strings_over(alphabet: &[&str], n: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..n {
+        let next: Vec<String> =
+            frontier.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
+        out.extend(next.iter().cloned());
+        frontier = next;
+    }
+    out
+}
+
+#[test]
+fn anchors_inside_alternations_and_groups_match_as_a_search() {
+    // Shapes of real schemas (`^$|^...$` becomes `^(?:$|...$)` once the common `^` is
+    // factored out) and the corner cases of anchors between other items.
+    let patterns = [
+        r"^$|^\+?([0-9 ()-]){2,4}$",
+        r"^([0-9]{3})$|^(default)$",
+        r"(^[_$]?[a-z]\w+$)|(^\[.*\]$|^\$$)",
+        "^(a$|b)",
+        "(^a|b$)",
+        "(^|a)b",
+        "a(b|$)",
+        "^ab|ba$|c",
+        "a^b",
+        "a$b",
+        "a?^b",
+        "b$a?",
+        "(^a|^b)(c$|$)",
+        "^(?:a|b$)c?",
+    ];
+    let mut strings = strings_over(&["a", "b", "c", "1", "(", "$", "[", "]", "_"], 3);
+    strings.extend(["default", "(12)", "+123", "[ab]", "_ab", "abc", "cab"].map(String::from));
+    for p in patterns {
+        let judge = regex::Regex::new(p).unwrap();
+        let g = compile(&json!({"type": "string", "pattern": p}));
+        for s in &strings {
+            assert_eq!(accepts(&g, &json!(s)), judge.is_match(s), "pattern {p:?} on {s:?}");
+        }
+    }
+    // Anchors under a repetition stay refused, with the pattern's pointer.
+    let e = json_schema_to_grammar(&json!({"pattern": "(^a)*b"}), &options()).unwrap_err();
+    assert_eq!(e.errors().next().unwrap().pointer.as_deref(), Some("/pattern"));
+}
+
 #[test]
 fn lengths_fold_into_patterns_and_formats() {
     let strings: Vec<String> = {

@@ -19,7 +19,9 @@
 //! Anchors: with [`RegexOptions::whole_match`] the expression matches the whole text
 //! (`^` and `$` at its ends are no-ops); otherwise (JSON Schema's unanchored search) any
 //! text may come before the match unless it begins with `^`, and after it unless it ends
-//! with `$`. Anchors anywhere else are refused.
+//! with `$`. Anchors inside alternations and groups (`^a$|^b`, `^(a$|b$)`) split the
+//! pattern into ways of matching, each anchored on its own; an anchor under a repetition
+//! (`(^a)*`) or other assertions (multi-line anchors) are refused.
 //!
 //! ```
 //! use grammask_syntax::regex::parse_regex;
@@ -90,20 +92,98 @@ pub fn regex_to_ir(
     let _ = builder;
     let hir = parse_hir(pattern)?;
     let lowering = Lowering { encoding: opts.encoding, pattern };
-    let (expr, start_anchored, end_anchored) = lowering.top(&hir)?;
-    if opts.whole_match || (start_anchored && end_anchored) {
-        return Ok(expr);
+    let forms = lowering.top(&hir)?;
+    if forms.is_empty() {
+        return Ok(never());
+    }
+    if opts.whole_match {
+        return Ok(Expr::choice(forms.into_iter().map(|f| Expr::seq(f.body)).collect()));
     }
     let any = Expr::star(any_char(opts.encoding));
-    let mut items = Vec::with_capacity(3);
-    if !start_anchored {
-        items.push(any.clone());
+    let pad = |start: bool, body: Expr, end: bool| {
+        let mut items = Vec::with_capacity(3);
+        if !start {
+            items.push(any.clone());
+        }
+        items.push(body);
+        if !end {
+            items.push(any.clone());
+        }
+        Expr::seq(items)
+    };
+    let (start, end) = (forms[0].start, forms[0].end);
+    if forms.iter().all(|f| f.start == start && f.end == end) {
+        let body = Expr::choice(forms.into_iter().map(|f| Expr::seq(f.body)).collect());
+        return Ok(pad(start, body, end));
     }
-    items.push(expr);
-    if !end_anchored {
-        items.push(any);
+    // Mixed anchoring: each way gets its own padding.
+    Ok(Expr::choice(forms.into_iter().map(|f| pad(f.start, Expr::seq(f.body), f.end)).collect()))
+}
+
+/// The most ways of matching ([`Form`]s) a pattern's anchors may split it into.
+const MAX_FORMS: usize = 64;
+
+/// One way a pattern matches: an expression without anchors, and whether its match must
+/// begin at the start of the text (`^`) and finish at its end (`$`).
+struct Form {
+    start: bool,
+    /// The expression, as the items of a sequence.
+    body: Vec<Expr>,
+    end: bool,
+    /// Whether the body matches the empty text.
+    nullable: bool,
+}
+
+impl Form {
+    fn plain(body: Vec<Expr>, nullable: bool) -> Form {
+        Form { start: false, body, end: false, nullable }
     }
-    Ok(Expr::seq(items))
+
+    fn anchor(start: bool, end: bool) -> Form {
+        Form { start, body: Vec::new(), end, nullable: true }
+    }
+
+    /// `self` followed by `next`, where both anchors can hold: `None` where they cannot.
+    /// After a `$`, `next` must match the empty text; before a `^`, `self` must; the
+    /// part that matches only the empty text then adds nothing to the body.
+    fn then(&self, next: &Form) -> Option<Form> {
+        if self.end || next.start {
+            let mut start = self.start;
+            let mut body = Vec::new();
+            let mut nullable = true;
+            if self.end {
+                if !next.nullable {
+                    return None;
+                }
+                body.extend(self.body.iter().cloned());
+                nullable = self.nullable;
+            }
+            if next.start {
+                // The text before `next`'s `^` is empty: `self` matched nothing there.
+                if !self.nullable {
+                    return None;
+                }
+                start = true;
+                if self.end {
+                    // Both: the whole text is empty.
+                    body.clear();
+                    nullable = true;
+                } else {
+                    body.extend(next.body.iter().cloned());
+                    nullable = next.nullable;
+                }
+            }
+            return Some(Form { start, body, end: self.end || next.end, nullable });
+        }
+        let mut body = self.body.clone();
+        body.extend(next.body.iter().cloned());
+        Some(Form {
+            start: self.start,
+            body,
+            end: next.end,
+            nullable: self.nullable && next.nullable,
+        })
+    }
 }
 
 /// Parses a whole-text regex (ECMA-262 syntax) into a grammar whose root rule matches
@@ -334,68 +414,56 @@ struct Lowering<'p> {
 }
 
 impl Lowering<'_> {
-    /// Lowers the top of a pattern: anchors at its ends are noted and removed (per branch
-    /// of a top-level alternation, through captures). Returns the expression and whether it
-    /// is anchored at the start and at the end.
-    fn top(&self, hir: &Hir) -> Result<(Expr, bool, bool), Diagnostic> {
-        match hir.kind() {
-            HirKind::Capture(c) => self.top(&c.sub),
-            HirKind::Alternation(branches) => {
-                let lowered: Vec<(Expr, bool, bool)> =
-                    branches.iter().map(|b| self.top(b)).collect::<Result<_, _>>()?;
-                let all_start = lowered.iter().all(|l| l.1);
-                let all_end = lowered.iter().all(|l| l.2);
-                if lowered.iter().all(|l| l.1 == all_start && l.2 == all_end) {
-                    let exprs = lowered.into_iter().map(|l| l.0).collect();
-                    return Ok((Expr::choice(exprs), all_start, all_end));
-                }
-                // Mixed anchoring: give each branch its own unanchored padding.
-                let any = Expr::star(any_char(self.encoding));
-                let exprs = lowered
-                    .into_iter()
-                    .map(|(e, s, t)| {
-                        let mut items = Vec::new();
-                        if !s {
-                            items.push(any.clone());
-                        }
-                        items.push(e);
-                        if !t {
-                            items.push(any.clone());
-                        }
-                        Expr::seq(items)
-                    })
-                    .collect();
-                Ok((Expr::choice(exprs), true, true))
-            }
-            HirKind::Look(look) if is_start(*look) => Ok((Expr::Empty, true, false)),
-            HirKind::Look(look) if is_end(*look) => Ok((Expr::Empty, false, true)),
-            HirKind::Concat(items) => {
-                let mut items: &[Hir] = items;
-                let mut start = false;
-                let mut end = false;
-                while let Some(first) = items.first() {
-                    match first.kind() {
-                        HirKind::Look(l) if is_start(*l) => {
-                            start = true;
-                            items = &items[1..];
-                        }
-                        _ => break,
-                    }
-                }
-                while let Some(last) = items.last() {
-                    match last.kind() {
-                        HirKind::Look(l) if is_end(*l) => {
-                            end = true;
-                            items = &items[..items.len() - 1];
-                        }
-                        _ => break,
-                    }
-                }
-                let exprs = items.iter().map(|h| self.lower(h)).collect::<Result<_, _>>()?;
-                Ok((Expr::seq(exprs), start, end))
-            }
-            _ => Ok((self.lower(hir)?, false, false)),
+    /// Lowers the top of a pattern into the ways it can match, each with its anchors
+    /// resolved (see [`Form`]).
+    fn top(&self, hir: &Hir) -> Result<Vec<Form>, Diagnostic> {
+        let forms = self.forms(hir)?;
+        if forms.len() > MAX_FORMS {
+            return Err(unsupported(self.pattern, "an anchor inside the pattern"));
         }
+        Ok(forms)
+    }
+
+    /// The ways `hir` can match. A subexpression without anchors has one way, its lowered
+    /// expression; `^` and `$` only mark the ways they begin or end, and a concatenation
+    /// keeps a way only where its anchors can hold: `a$b` matches nothing, and in `x?^y`
+    /// the `x?` must be empty.
+    fn forms(&self, hir: &Hir) -> Result<Vec<Form>, Diagnostic> {
+        if hir.properties().look_set().is_empty() {
+            let nullable = hir.properties().minimum_len() == Some(0);
+            return Ok(vec![Form::plain(vec![self.lower(hir)?], nullable)]);
+        }
+        Ok(match hir.kind() {
+            HirKind::Look(look) if is_start(*look) => vec![Form::anchor(true, false)],
+            HirKind::Look(look) if is_end(*look) => vec![Form::anchor(false, true)],
+            HirKind::Capture(c) => self.forms(&c.sub)?,
+            HirKind::Alternation(branches) => {
+                let mut forms = Vec::new();
+                for b in branches {
+                    forms.extend(self.forms(b)?);
+                    if forms.len() > MAX_FORMS {
+                        return Err(unsupported(self.pattern, "an anchor inside the pattern"));
+                    }
+                }
+                forms
+            }
+            HirKind::Concat(items) => {
+                let mut forms = vec![Form::plain(Vec::new(), true)];
+                for item in items {
+                    let next = self.forms(item)?;
+                    let mut joined = Vec::with_capacity(forms.len() * next.len());
+                    for a in &forms {
+                        joined.extend(next.iter().filter_map(|b| a.then(b)));
+                    }
+                    if joined.len() > MAX_FORMS {
+                        return Err(unsupported(self.pattern, "an anchor inside the pattern"));
+                    }
+                    forms = joined;
+                }
+                forms
+            }
+            _ => return Err(unsupported(self.pattern, "an anchor inside the pattern")),
+        })
     }
 
     fn lower(&self, hir: &Hir) -> Result<Expr, Diagnostic> {
