@@ -19,7 +19,7 @@ use std::collections::HashMap;
 /// Most NFA states the expression may need (bounded repetitions are copied).
 pub const MAX_NFA_STATES: usize = 20_000;
 /// Most DFA states the complement may have.
-pub const MAX_DFA_STATES: usize = 1_000;
+pub const MAX_DFA_STATES: usize = 2_000;
 
 /// The end of the code point space, exclusive.
 const END: u32 = 0x11_0000;

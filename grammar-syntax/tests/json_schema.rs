@@ -24,7 +24,7 @@ fn errors_name_keyword_and_pointer() {
             "/properties/a/pattern",
         ),
         (json!({"$ref": "#/$defs/missing"}), "/$ref"),
-        // Complements past 1,000 automaton states: the 13th character from the end.
+        // Complements past 2,000 automaton states: the 13th character from the end.
         (json!({"oneOf": [{"type": "string"}, {"pattern": "a[ab]{12}$"}]}), "/oneOf/1/pattern"),
         (json!({"not": {"pattern": "a[ab]{12}$"}}), "/not/pattern"),
     ];
@@ -452,4 +452,116 @@ fn meaningless_trailing_zeros_are_bounded() {
     }
     assert!(accepts(json!({"const": 5.5}), &format!("5.5{}", "0".repeat(n))));
     assert!(!accepts(json!({"const": 5.5}), &format!("5.5{}", "0".repeat(n + 1))));
+}
+
+/// Every ordering of some of `keys`, each at most once.
+fn arrangements<'k>(keys: &[&'k str]) -> Vec<Vec<&'k str>> {
+    let mut out = vec![Vec::new()];
+    for (i, k) in keys.iter().enumerate() {
+        let mut rest = keys.to_vec();
+        rest.remove(i);
+        for mut tail in arrangements(&rest) {
+            tail.insert(0, k);
+            out.push(tail);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `minProperties` and `maxProperties` together with listed properties: an object text
+/// is accepted exactly when it is valid (in schema order, when its listed members also
+/// come in the listed order, before additional ones).
+#[test]
+fn property_counts_with_listed_properties() {
+    let listed = ["a", "b", "c"];
+    // (required, additional properties allowed, minProperties, maxProperties): counts
+    // up to four.
+    let mut cases = Vec::new();
+    for required in [vec![], vec!["b"], vec!["a", "c"]] {
+        for open in [false, true] {
+            let top = if open { 4 } else { 3 };
+            for min in 0..=top {
+                for max in (0..=top).map(Some).chain([None]) {
+                    cases.push((required.clone(), open, min, max));
+                }
+            }
+        }
+    }
+    for order in [PropertyOrder::Schema, PropertyOrder::Any] {
+        let opts = JsonSchemaOptions { property_order: order, ..JsonSchemaOptions::default() };
+        for (required, open, min, max) in &cases {
+            let mut schema = json!({
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+                    "c": {"type": "integer"}},
+                "required": required,
+                "minProperties": min,
+            });
+            if let Some(max) = max {
+                schema["maxProperties"] = json!(max);
+            }
+            if !open {
+                schema["additionalProperties"] = json!(false);
+            }
+            let c = json_schema_to_grammar(&schema, &opts)
+                .unwrap_or_else(|e| panic!("{order:?}: {schema}: {e:?}"));
+            let m = ReferenceMatcher::new(&c.grammar);
+            let keys = if *open { vec!["a", "b", "c", "x", "y"] } else { listed.to_vec() };
+            for text in arrangements(&keys).into_iter().filter(|t| t.len() <= 4) {
+                let n = text.len() as u64;
+                let valid = required.iter().all(|r| text.contains(r))
+                    && n >= *min
+                    && max.is_none_or(|max| n <= max);
+                // Listed members in their order, additional ones after them.
+                let ranks: Vec<usize> =
+                    text.iter().map(|k| listed.iter().position(|l| l == k).unwrap_or(3)).collect();
+                let in_order = ranks.windows(2).all(|p| p[0] < p[1] || p == [3, 3]);
+                let expected = valid && (order == PropertyOrder::Any || in_order);
+                let members: Vec<String> = text.iter().map(|k| format!("\"{k}\":1")).collect();
+                let json = format!("{{{}}}", members.join(","));
+                assert_eq!(m.matches(&json), expected, "{order:?}: {schema}, {json}");
+            }
+        }
+    }
+}
+
+/// Counts over more listed properties than are tracked one by one in any order: a
+/// property written twice counts twice.
+#[test]
+fn property_counts_with_many_listed_properties() {
+    let names: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
+    let properties: serde_json::Map<String, serde_json::Value> =
+        names.iter().map(|n| (n.clone(), json!({"type": "integer"}))).collect();
+    let text = |keys: &[usize]| {
+        let members: Vec<String> = keys.iter().map(|&k| format!("\"p{k}\":1")).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    for order in [PropertyOrder::Schema, PropertyOrder::Any] {
+        let opts = JsonSchemaOptions { property_order: order, ..JsonSchemaOptions::default() };
+        for (min, max) in [(1, Some(1)), (0, Some(1)), (2, Some(5)), (1, None), (3, Some(3))] {
+            let mut schema = json!({"type": "object", "properties": properties,
+                "additionalProperties": false, "minProperties": min});
+            if let Some(max) = max {
+                schema["maxProperties"] = json!(max);
+            }
+            let c = json_schema_to_grammar(&schema, &opts)
+                .unwrap_or_else(|e| panic!("{order:?}: {schema}: {e:?}"));
+            let m = ReferenceMatcher::new(&c.grammar);
+            let within = |n: usize| n as u64 >= min && max.is_none_or(|max| n as u64 <= max);
+            for n in 0..=10 {
+                let ascending: Vec<usize> = (0..n).collect();
+                assert_eq!(m.matches(&text(&ascending)), within(n), "{order:?}: {schema}, {n}");
+                let descending: Vec<usize> = (0..n).rev().collect();
+                let expected = within(n) && (order == PropertyOrder::Any || n < 2);
+                assert_eq!(m.matches(&text(&descending)), expected, "{order:?}: {schema}, {n}");
+            }
+            // Written twice: two members as the count goes (with `minProperties: 1` and
+            // nothing required, the first property present is required instead).
+            if order == PropertyOrder::Any && min != 1 {
+                assert_eq!(m.matches(&text(&[9, 9])), within(2), "{schema}");
+            }
+        }
+    }
 }

@@ -154,9 +154,15 @@ fn anchors_inside_alternations_and_groups_match_as_a_search() {
         "b$a?",
         "(^a|^b)(c$|$)",
         "^(?:a|b$)c?",
+        r"^(\/?((\.{2})|([a-z0-9\-]*))($|\/))*$",
+        "(^a)*b",
+        "(a($|b))*c?",
+        "(^a|b)+c",
+        "x(^a)?b",
     ];
-    let mut strings = strings_over(&["a", "b", "c", "1", "(", "$", "[", "]", "_"], 3);
-    strings.extend(["default", "(12)", "+123", "[ab]", "_ab", "abc", "cab"].map(String::from));
+    let mut strings = strings_over(&["a", "b", "c", "1", "(", "$", "[", "]", "_", "/", "."], 3);
+    let more = ["default", "(12)", "+123", "[ab]", "_ab", "abc", "cab", "/a/../b", "a/b/", "..//"];
+    strings.extend(more.map(String::from));
     for p in patterns {
         let judge = regex::Regex::new(p).unwrap();
         let g = compile(&json!({"type": "string", "pattern": p}));
@@ -164,9 +170,74 @@ fn anchors_inside_alternations_and_groups_match_as_a_search() {
             assert_eq!(accepts(&g, &json!(s)), judge.is_match(s), "pattern {p:?} on {s:?}");
         }
     }
-    // Anchors under a repetition stay refused, with the pattern's pointer.
-    let e = json_schema_to_grammar(&json!({"pattern": "(^a)*b"}), &options()).unwrap_err();
+    // Anchors under a repetition bounded above one stay refused, with the pattern's pointer.
+    let e = json_schema_to_grammar(&json!({"pattern": "(^a|b){2,3}"}), &options()).unwrap_err();
     assert_eq!(e.errors().next().unwrap().pointer.as_deref(), Some("/pattern"));
+}
+
+#[test]
+fn several_pattern_properties_cut_keys_into_regions() {
+    // Each schema as a check on a value, so the answer is computed apart from the converter.
+    let integer = |v: &Value| v.is_i64();
+    let at_least_5 = |v: &Value| v.as_f64().is_none_or(|n| n >= 5.0);
+    let string = |v: &Value| v.is_string();
+    let boolean = |v: &Value| v.is_boolean();
+    type Check<'c> = &'c dyn Fn(&Value) -> bool;
+    let patterns: [(&str, Value, Check); 3] = [
+        ("^a", json!({"type": "integer"}), &integer),
+        ("b$", json!({"minimum": 5}), &at_least_5),
+        ("c", json!({"type": "string"}), &string),
+    ];
+    let additional: [(Option<Value>, Option<Check>); 3] = [
+        (None, None),
+        (Some(json!(false)), Some(&|_: &Value| false)),
+        (Some(json!({"type": "boolean"})), Some(&boolean)),
+    ];
+    let keys = ["a", "b", "ab", "ac", "cb", "x", "abc", "bca"];
+    let values = [json!(1), json!(7), json!("s"), json!(true)];
+    for (extra, extra_check) in &additional {
+        for listed in [false, true] {
+            let mut schema = json!({"type": "object", "patternProperties": {}});
+            for (p, s, _) in &patterns {
+                schema["patternProperties"][*p] = s.clone();
+            }
+            if let Some(e) = extra {
+                schema["additionalProperties"] = e.clone();
+            }
+            if listed {
+                schema["properties"] = json!({"ab": {"type": "integer"}});
+            }
+            let g = compile(&schema);
+            let member_ok = |key: &str, v: &Value| {
+                let mut matched = false;
+                let mut ok = true;
+                for (p, _, check) in &patterns {
+                    if regex::Regex::new(p).unwrap().is_match(key) {
+                        matched = true;
+                        ok &= check(v);
+                    }
+                }
+                if listed && key == "ab" {
+                    return ok && integer(v);
+                }
+                if !matched {
+                    ok &= extra_check.is_none_or(|c| c(v));
+                }
+                ok
+            };
+            for k1 in keys {
+                for v1 in &values {
+                    let one = json!({ k1: v1 });
+                    assert_eq!(accepts(&g, &one), member_ok(k1, v1), "{schema} on {one}");
+                    for k2 in keys.iter().filter(|&&k2| k2 != k1) {
+                        let two = json!({ k1: v1, *k2: 7 });
+                        let want = member_ok(k1, v1) && member_ok(k2, &json!(7));
+                        assert_eq!(accepts(&g, &two), want, "{schema} on {two}");
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]

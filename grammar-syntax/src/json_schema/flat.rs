@@ -358,6 +358,94 @@ fn type_bits(name: &str) -> Option<u8> {
 }
 
 /// Whether two JSON values are equal as JSON Schema compares them (numbers by value).
+/// Keywords that constrain, or that change how a schema is read (identifiers, drafts,
+/// definitions): two schemas that differ elsewhere than in these compile the same.
+const READ_KEYWORDS: &[&str] = &[
+    "$ref",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$schema",
+    "$vocabulary",
+    "$defs",
+    "definitions",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "type",
+    "nullable",
+    "enum",
+    "const",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "required",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "unevaluatedItems",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$dynamicRef",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "extends",
+    "disallow",
+    "divisibleBy",
+];
+
+/// Whether two subschemas of one draft accept the same values because they are equal but
+/// for annotations (`description`, `title`, ...) and unknown keywords at their top.
+pub(crate) fn same_constraints(a: &Sub<'_>, b: &Sub<'_>) -> bool {
+    if a.neg != b.neg || a.dialect.draft != b.dialect.draft || a.dialect.named != b.dialect.named {
+        return false;
+    }
+    let read = |v: &Value| -> Option<Value> {
+        match v {
+            Value::Bool(true) => Some(Value::Object(serde_json::Map::new())),
+            Value::Object(m) => Some(Value::Object(
+                m.iter()
+                    .filter(|(k, v)| READ_KEYWORDS.contains(&k.as_str()) || declares_identifier(v))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )),
+            _ => None,
+        }
+    };
+    match (read(a.v), read(b.v)) {
+        (Some(x), Some(y)) => json_equal(&x, &y),
+        _ => json_equal(a.v, b.v),
+    }
+}
+
 pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {

@@ -20,8 +20,9 @@
 //! (`^` and `$` at its ends are no-ops); otherwise (JSON Schema's unanchored search) any
 //! text may come before the match unless it begins with `^`, and after it unless it ends
 //! with `$`. Anchors inside alternations and groups (`^a$|^b`, `^(a$|b$)`) split the
-//! pattern into ways of matching, each anchored on its own; an anchor under a repetition
-//! (`(^a)*`) or other assertions (multi-line anchors) are refused.
+//! pattern into ways of matching, each anchored on its own, and so do anchors inside a
+//! repeated group (`(a($|/))*`); repetitions of such a group at least twice, and other
+//! assertions (multi-line anchors), are refused.
 //!
 //! ```
 //! use grammask_syntax::regex::parse_regex;
@@ -125,6 +126,7 @@ const MAX_FORMS: usize = 64;
 
 /// One way a pattern matches: an expression without anchors, and whether its match must
 /// begin at the start of the text (`^`) and finish at its end (`$`).
+#[derive(Clone)]
 struct Form {
     start: bool,
     /// The expression, as the items of a sequence.
@@ -462,8 +464,62 @@ impl Lowering<'_> {
                 }
                 forms
             }
+            HirKind::Repetition(rep) => self.repeated_forms(rep)?,
             _ => return Err(unsupported(self.pattern, "an anchor inside the pattern")),
         })
+    }
+
+    /// The ways a repetition of something with anchors can match: an iteration anchored
+    /// at the start can only come first, one anchored at the end only last (the others
+    /// there match nothing), and the ones between are the unanchored ways. Repetitions
+    /// that must match twice or more, or at most a bounded number of times above one, are
+    /// refused.
+    fn repeated_forms(&self, rep: &regex_syntax::hir::Repetition) -> Result<Vec<Form>, Diagnostic> {
+        let refused = || unsupported(self.pattern, "an anchor inside the pattern");
+        let forms = self.forms(&rep.sub)?;
+        if rep.max == Some(1) {
+            let mut forms = forms;
+            if rep.min == 0 {
+                forms.push(Form::plain(Vec::new(), true));
+            }
+            return Ok(forms);
+        }
+        if rep.max.is_some() || rep.min > 1 {
+            return Err(refused());
+        }
+        let plain: Vec<&Form> = forms.iter().filter(|f| !f.start && !f.end).collect();
+        let body = |min: u32| -> Option<Form> {
+            if plain.is_empty() {
+                return None;
+            }
+            let each = Expr::choice(plain.iter().map(|f| Expr::seq(f.body.clone())).collect());
+            let nullable = min == 0 || plain.iter().any(|f| f.nullable);
+            Some(Form::plain(vec![Expr::repeat(each, min, None)], nullable))
+        };
+        let middle = body(0).unwrap_or_else(|| Form::plain(Vec::new(), true));
+        let none = Form::plain(Vec::new(), true);
+        let firsts: Vec<&Form> =
+            forms.iter().filter(|f| f.start && !f.end).chain(std::iter::once(&none)).collect();
+        let lasts: Vec<&Form> =
+            forms.iter().filter(|f| f.end && !f.start).chain(std::iter::once(&none)).collect();
+        let mut out: Vec<Form> = Vec::new();
+        for a in &firsts {
+            for c in &lasts {
+                if std::ptr::eq(*a, &none) && std::ptr::eq(*c, &none) {
+                    if rep.min == 0 {
+                        out.push(middle.clone());
+                    } else {
+                        out.extend(body(1));
+                    }
+                    continue;
+                }
+                if let Some(f) = a.then(&middle).and_then(|f| f.then(c)) {
+                    out.push(f);
+                }
+            }
+        }
+        out.extend(forms.iter().filter(|f| f.start && f.end).cloned());
+        Ok(out)
     }
 
     fn lower(&self, hir: &Hir) -> Result<Expr, Diagnostic> {

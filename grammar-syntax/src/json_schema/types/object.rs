@@ -4,11 +4,147 @@
 use super::*;
 use crate::diagnostic::{Category, Diagnostic};
 use crate::ir::Expr;
-use crate::json_schema::flat::{json_equal, types, Flat};
+use crate::json_schema::flat::{same_constraints, types, Flat};
 use crate::json_schema::shared::SharedRule;
 use crate::json_schema::{Converter, Sub};
 use crate::regex::{encode_literal, is_never, never, regex_to_ir, CharEncoding, RegexOptions};
 use serde_json::Value;
+
+/// The most pattern properties with different schemas whose keys are cut into regions
+/// (one per set of patterns a key matches).
+const MAX_PATTERN_REGIONS: usize = 4;
+
+/// The schema `true`.
+static TRUE: Value = Value::Bool(true);
+
+/// A state of members in any order under a count: the sequenced members written, the
+/// tracked members written (a bit each), and how many members were written (counted up
+/// to the maximum, or without one up to the minimum).
+type CountedState = (usize, usize, u64);
+
+/// The members of one sequence in any order, for the states of
+/// [`Converter::member_list_any_order`] under `minProperties` and `maxProperties`.
+struct CountedOrder<'s> {
+    /// The sequenced members, in their order.
+    sequence: &'s [usize],
+    /// The tracked members, bit `b` standing for `tracked[b]`.
+    tracked: &'s [usize],
+    /// The bits of the tracked required members.
+    required_bits: usize,
+    /// The bits of the tracked optional members.
+    optional_bits: usize,
+    /// Whether some member may be written any number of times (a free or additional one).
+    repeatable: bool,
+    /// How many members there are, additional ones aside.
+    n: usize,
+    /// Whether additional members may be written.
+    additional: bool,
+}
+
+impl<'s> CountedOrder<'s> {
+    /// The members of `sequence` and `tracked` among members required or not as
+    /// `required` says, with or without `additional` members.
+    fn new(
+        sequence: &'s [usize],
+        tracked: &'s [usize],
+        required: &[bool],
+        additional: bool,
+    ) -> CountedOrder<'s> {
+        let mut required_bits = 0;
+        let mut optional_bits = 0;
+        for (b, &i) in tracked.iter().enumerate() {
+            if required[i] {
+                required_bits |= 1 << b;
+            } else {
+                optional_bits |= 1 << b;
+            }
+        }
+        let free = (0..required.len()).any(|i| !sequence.contains(&i) && !tracked.contains(&i));
+        CountedOrder {
+            sequence,
+            tracked,
+            required_bits,
+            optional_bits,
+            repeatable: additional || free,
+            n: required.len(),
+            additional,
+        }
+    }
+
+    /// The state after writing `member` (`None`: an additional one) in `state`, `None`
+    /// when it may not be written there or no object within the bounds follows.
+    fn next(
+        &self,
+        (step, set, c): CountedState,
+        member: Option<usize>,
+        min: u64,
+        max: Option<u64>,
+    ) -> Option<CountedState> {
+        if max.is_some_and(|m| c >= m) {
+            return None;
+        }
+        let c = if max.is_some() { c + 1 } else { (c + 1).min(min) };
+        let (step, set) = match member {
+            None => (step, set),
+            Some(i) => {
+                let bit = self.tracked.iter().position(|&t| t == i).map(|b| 1usize << b);
+                match (self.sequence.iter().position(|&t| t == i), bit) {
+                    (Some(k), _) if k == step => (step + 1, set),
+                    (Some(_), _) => return None,
+                    (None, Some(bit)) if set & bit == 0 => (step, set | bit),
+                    (None, Some(_)) => return None,
+                    (None, None) => (step, set),
+                }
+            }
+        };
+        let state = (step, set, c);
+        self.viable(state, min, max).then_some(state)
+    }
+
+    /// Whether an object with between `min` and `max` members can be finished from
+    /// `state`.
+    fn viable(&self, (step, set, c): CountedState, min: u64, max: Option<u64>) -> bool {
+        let least = c
+            + (self.sequence.len() - step) as u64
+            + u64::from((self.required_bits & !set).count_ones());
+        let most = if self.repeatable {
+            u64::MAX
+        } else {
+            least + u64::from((self.optional_bits & !set).count_ones())
+        };
+        max.is_none_or(|m| least <= m && min <= m) && most >= min
+    }
+
+    /// Whether the object may end in `state`.
+    fn can_end(&self, (step, set, c): CountedState, min: u64) -> bool {
+        step == self.sequence.len() && set & self.required_bits == self.required_bits && c >= min
+    }
+
+    /// The states reached from the start by writing members (the start, nothing written,
+    /// not among them), in the order first reached; `None` past `limit` states.
+    fn reached(&self, min: u64, max: Option<u64>, limit: usize) -> Option<Vec<CountedState>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut states: Vec<CountedState> = Vec::new();
+        let mut k = 0;
+        let mut state = (0, 0, 0);
+        loop {
+            let writes = (0..self.n).map(Some).chain(self.additional.then_some(None));
+            for member in writes {
+                if let Some(next) = self.next(state, member, min, max) {
+                    if seen.insert(next) {
+                        if states.len() == limit {
+                            return None;
+                        }
+                        states.push(next);
+                    }
+                }
+            }
+            let Some(&s) = states.get(k) else { return Some(states) };
+            state = s;
+            k += 1;
+        }
+    }
+}
 
 impl<'a> Converter<'a> {
     /// The schema parts of property `name` in each object part.
@@ -104,6 +240,8 @@ impl<'a> Converter<'a> {
         let member_of = |(key, value)| {
             Expr::seq(vec![key, w.clone(), Expr::literal(":"), w.clone(), value, w.clone()])
         };
+        // Whether one listed member may stand for several members of the object.
+        let mut several = false;
         if let Some(outside) = &f.unlisted_key_outside {
             // One additional member outside `outside` is required. In schema order it
             // follows the listed members and the additional ones named in `outside`.
@@ -122,6 +260,7 @@ impl<'a> Converter<'a> {
                     let before =
                         Expr::seq(vec![Expr::choice(named), Expr::literal(","), w.clone()]);
                     required = Expr::seq(vec![Expr::star(before), required]);
+                    several = true;
                 }
             }
             members.push((true, required));
@@ -133,16 +272,19 @@ impl<'a> Converter<'a> {
         let n_required = members.iter().filter(|m| m.0).count() as u64;
         let n_known = members.len() as u64;
         let (min, max) = (f.min_properties, f.max_properties);
-        if max.is_some_and(|m| m < n_required) || (additional.is_none() && min > n_known) {
+        if max.is_some_and(|m| m < n_required || m < min) || (additional.is_none() && min > n_known)
+        {
             return Ok(never());
         }
         let min_trivial = min <= n_required;
         let max_trivial = max.is_none_or(|m| additional.is_none() && m >= n_known);
-        if !(members.is_empty() || min_trivial && max_trivial) {
+        let mut count = (!(min_trivial && max_trivial)).then_some((min, max));
+        if several && count.is_some() {
             self.unsupported(
                 format!("{}/minProperties", f.ptr),
-                "minProperties/maxProperties together with listed properties".into(),
+                "minProperties/maxProperties together with a key outside listed ones".into(),
             )?;
+            count = None;
         }
         let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
         let body = if members.is_empty() {
@@ -165,9 +307,10 @@ impl<'a> Converter<'a> {
                 }
             }
         } else if self.opts.property_order == crate::json_schema::PropertyOrder::Any {
-            self.member_list_any_order(&members, &required_order, additional.as_ref(), &w, &f.ptr)?
+            let additional = additional.as_ref();
+            self.member_list_any_order(&members, &required_order, additional, count, &w, &f.ptr)?
         } else {
-            self.member_list(members, additional, &w)
+            self.member_list(members, additional, count, &w)
         };
         Ok(Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")]))
     }
@@ -254,11 +397,19 @@ impl<'a> Converter<'a> {
     /// a document has no meaning of its own to contradict). Objects whose sequenced
     /// members alone exceed four times the bound are refused (or, with `lenient`, kept in
     /// schema order).
+    ///
+    /// With `count` (`minProperties`, `maxProperties`; `None` when the members leave no
+    /// count out of bounds), a state also counts the members written, every write of a
+    /// free or additional member included, and only the states from which an object
+    /// within the bounds can be finished have rules. Past four times the bound in copies
+    /// of members, optional members stop being tracked, last first; then the object is
+    /// refused (or, with `lenient`, its count left out).
     pub(super) fn member_list_any_order(
         &mut self,
         members: &[(bool, Expr)],
         required_order: &[usize],
         additional: Option<&Expr>,
+        mut count: Option<(u64, Option<u64>)>,
         w: &Expr,
         ptr: &str,
     ) -> Result<Expr, Diagnostic> {
@@ -301,11 +452,43 @@ impl<'a> Converter<'a> {
                     4 * budget
                 ),
             )?;
-            return Ok(self.member_list(members.to_vec(), additional.cloned(), w));
+            return Ok(self.member_list(members.to_vec(), additional.cloned(), count, w));
         }
         for i in (0..n).filter(|&i| !members[i].0) {
             if all_tracked || copies(steps, tracked.len() + 1) <= budget {
                 tracked.push(i);
+            }
+        }
+        let required: Vec<bool> = members.iter().map(|m| m.0).collect();
+        // With a count, the states each sequence reaches from its start.
+        let mut reached: Vec<Vec<CountedState>> = Vec::new();
+        while let Some((min, max)) = count {
+            let found: Option<Vec<Vec<CountedState>>> = sequences
+                .iter()
+                .map(|s| {
+                    let order = CountedOrder::new(s, &tracked, &required, additional.is_some());
+                    order.reached(min, max, 4 * budget / n.max(1))
+                })
+                .collect();
+            match found {
+                Some(found) if found.iter().map(Vec::len).sum::<usize>() * n <= 4 * budget => {
+                    reached = found;
+                    break;
+                }
+                _ if tracked.last().is_some_and(|&i| !members[i].0) => {
+                    tracked.pop();
+                }
+                _ => {
+                    self.unsupported(
+                        format!("{ptr}/minProperties"),
+                        format!(
+                            "minProperties/maxProperties together with {n} properties in any \
+                             order (more than {} copies of members)",
+                            4 * budget
+                        ),
+                    )?;
+                    count = None;
+                }
             }
         }
         let bit_of = |i: usize| tracked.iter().position(|&t| t == i).map(|b| 1usize << b);
@@ -332,6 +515,40 @@ impl<'a> Converter<'a> {
         let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
         let mut start = Vec::new();
         for (index, sequence) in sequences.iter().enumerate() {
+            if let Some((min, max)) = count {
+                let order = CountedOrder::new(sequence, &tracked, &required, additional.is_some());
+                let states = &reached[index];
+                let rules: Vec<crate::ir::RuleId> =
+                    states.iter().map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
+                let rule_of: std::collections::HashMap<CountedState, crate::ir::RuleId> =
+                    states.iter().copied().zip(rules.iter().copied()).collect();
+                // The alternatives that write one more member in `state`, each followed by
+                // the rule of the state after it, when an object within the bounds follows.
+                let alternatives = |state: CountedState, first: bool| {
+                    let lead = |e: &Expr| if first { e.clone() } else { comma(e) };
+                    let mut alts = Vec::new();
+                    let writes = members.iter().enumerate().map(|(i, m)| (Some(i), m));
+                    for (member, m) in writes.chain(additional.map(|a| (None, a))) {
+                        if let Some(next) = order.next(state, member, min, max) {
+                            alts.push(Expr::seq(vec![lead(m), Expr::Rule(rule_of[&next])]));
+                        }
+                    }
+                    alts
+                };
+                for (&state, &id) in states.iter().zip(&rules) {
+                    let mut alts = Vec::new();
+                    if order.can_end(state, min) {
+                        alts.push(Expr::Empty);
+                    }
+                    alts.extend(alternatives(state, false));
+                    self.b.define(id, choice_or_never(alts));
+                }
+                if order.can_end((0, 0, 0), min) && index == 0 {
+                    start.push(Expr::Empty);
+                }
+                start.extend(alternatives((0, 0, 0), true));
+                continue;
+            }
             let steps = sequence.len() + 1;
             let rules: Vec<crate::ir::RuleId> =
                 (0..steps * sets).map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
@@ -379,13 +596,19 @@ impl<'a> Converter<'a> {
         Ok(choice_or_never(start))
     }
 
-    /// Known members in order (optional ones may be left out), then additional ones.
+    /// Known members in order (optional ones may be left out), then additional ones;
+    /// `count` bounds how many members are written (`minProperties`, `maxProperties`),
+    /// `None` when the members leave no count out of bounds.
     pub(super) fn member_list(
         &mut self,
         members: Vec<(bool, Expr)>,
         additional: Option<Expr>,
+        count: Option<(u64, Option<u64>)>,
         w: &Expr,
     ) -> Expr {
+        if let Some((min, max)) = count {
+            return self.member_list_counted(members, additional, min, max, w);
+        }
         let n = members.len();
         let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
         let first_required = members.iter().position(|m| m.0).unwrap_or(n);
@@ -439,6 +662,100 @@ impl<'a> Converter<'a> {
         start
     }
 
+    /// Known members in order, then additional ones, between `min` and `max` members in
+    /// all: an expression per state (next listed member, members written so far), the
+    /// states from which no object within the bounds can be finished left out.
+    ///
+    /// Without `max`, the members written are counted up to `min` only.
+    fn member_list_counted(
+        &mut self,
+        members: Vec<(bool, Expr)>,
+        additional: Option<Expr>,
+        min: u64,
+        max: Option<u64>,
+        w: &Expr,
+    ) -> Expr {
+        if max.is_some_and(|m| m < min) {
+            return never();
+        }
+        let n = members.len();
+        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let members: Vec<(bool, Expr)> = members
+            .into_iter()
+            .map(|(required, e)| (required, self.rule_past_owned("member", e, MAX_COPIED_MEMBER)))
+            .collect();
+        let additional =
+            additional.map(|a| self.rule_past_owned("additional", a, MAX_COPIED_MEMBER));
+        // Required and optional members from member i on.
+        let mut required_from = vec![0u64; n + 1];
+        let mut optional_from = vec![0u64; n + 1];
+        for i in (0..n).rev() {
+            required_from[i] = required_from[i + 1] + u64::from(members[i].0);
+            optional_from[i] = optional_from[i + 1] + u64::from(!members[i].0);
+        }
+        let top = max.unwrap_or(min);
+        // Whether an object within the bounds can be finished from member i with c written.
+        let viable = |i: usize, c: u64| {
+            let least = c + required_from[i];
+            max.is_none_or(|m| least <= m)
+                && (additional.is_some() || least + optional_from[i] >= min)
+        };
+        // states[i][c]: what may follow with member i next and c members written (at most
+        // i), or `None` when nothing within the bounds can.
+        let mut states: Vec<Vec<Option<Expr>>> = vec![Vec::new(); n + 1];
+        for c in 0..=top.min(n as u64) {
+            let e = viable(n, c).then(|| {
+                // Additional members: as many as keep the count within the bounds.
+                let (lo, hi) = (min.saturating_sub(c), max.map(|m| m - c));
+                match &additional {
+                    None => Expr::Empty,
+                    Some(a) if c == 0 => {
+                        if hi == Some(0) {
+                            Expr::Empty
+                        } else {
+                            let more = self.counted(
+                                comma(a),
+                                count32(lo.saturating_sub(1)),
+                                hi.map(|h| count32(h - 1)),
+                            );
+                            let list = Expr::seq(vec![a.clone(), more]);
+                            if lo == 0 {
+                                Expr::optional(list)
+                            } else {
+                                list
+                            }
+                        }
+                    }
+                    Some(a) => self.counted(comma(a), count32(lo), hi.map(count32)),
+                }
+            });
+            states[n].push(e);
+        }
+        for i in (0..n).rev() {
+            for c in 0..=top.min(i as u64) {
+                if !viable(i, c) {
+                    states[i].push(None);
+                    continue;
+                }
+                let (required, m) = &members[i];
+                let mut alts = Vec::new();
+                let after = if max.is_some() { c + 1 } else { (c + 1).min(top) };
+                if max.is_none_or(|m| c < m) {
+                    if let Some(next) = &states[i + 1][after as usize] {
+                        let lead = if c == 0 { m.clone() } else { comma(m) };
+                        alts.push(Expr::seq(vec![lead, next.clone()]));
+                    }
+                }
+                if !required {
+                    alts.extend(states[i + 1][c as usize].clone());
+                }
+                let body = choice_or_never(alts);
+                states[i].push(Some(self.rule_past_owned("members", body, MAX_COPIED_MEMBER)));
+            }
+        }
+        states[0][0].clone().unwrap_or_else(never)
+    }
+
     /// Keys of one pattern property with its schema, and the keys that do not match it
     /// with the schema of additional properties (an empty list: no such key may occur):
     /// `None` when the complement of the pattern is not expressible (or listed properties
@@ -451,7 +768,9 @@ impl<'a> Converter<'a> {
         names: &[String],
         depth: usize,
     ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
-        let [(p, s)] = patterns else { return Ok(None) };
+        let [(p, s)] = patterns else {
+            return self.pattern_regions(patterns, others, own, names, depth);
+        };
         let (rest, matching) = if names.is_empty() {
             let Ok(Some(rest)) = self.pattern_complement(p, &s.ptr) else {
                 return Ok(None);
@@ -482,6 +801,77 @@ impl<'a> Converter<'a> {
         let value = self.compile_parts(&rest_parts, &ptr, depth)?;
         if !is_never(&value) && !is_never(&rest) {
             pairs.push((quoted(rest), value));
+        }
+        Ok(Some(pairs))
+    }
+
+    /// Keys and values of several pattern properties: the keys are cut into regions by
+    /// which patterns they match (and the listed `names` left out), and a key of a region
+    /// takes the schemas of every pattern it matches, or those of additional properties
+    /// where it matches none. `None` when a region's keys are not expressible within the
+    /// automaton limits, or there are more than [`MAX_PATTERN_REGIONS`] patterns.
+    fn pattern_regions(
+        &mut self,
+        patterns: &[(String, Sub<'a>)],
+        others: &[Sub<'a>],
+        own: Option<Sub<'a>>,
+        names: &[String],
+        depth: usize,
+    ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
+        // Patterns whose schemas constrain alike act as one.
+        let mut groups: Vec<(Vec<&str>, &Sub<'a>)> = Vec::new();
+        for (p, s) in patterns {
+            match groups.iter_mut().find(|g| same_constraints(g.1, s)) {
+                Some(g) => g.0.push(p),
+                None => groups.push((vec![p], s)),
+            }
+        }
+        let k = groups.len();
+        if k > MAX_PATTERN_REGIONS {
+            return Ok(None);
+        }
+        let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let mut exprs = Vec::with_capacity(k + 1);
+        for (ps, _) in &groups {
+            let mut alts = Vec::with_capacity(ps.len());
+            for p in ps {
+                match regex_to_ir(p, &mut self.b, raw) {
+                    Ok(e) => alts.push(e),
+                    Err(_) => return Ok(None),
+                }
+            }
+            exprs.push(Expr::choice(alts));
+        }
+        if !names.is_empty() {
+            exprs.push(Expr::choice(names.iter().map(|n| Expr::literal(n)).collect()));
+        }
+        let mut pairs = Vec::new();
+        for region in 0..1usize << k {
+            let matched = |i: usize| region & (1 << i) != 0;
+            let accepts =
+                |m: &[bool]| (0..k).all(|i| m[i] == matched(i)) && m.get(k) != Some(&true);
+            let enc = CharEncoding::JsonString;
+            let Some(key) =
+                crate::complement::combination(&exprs, accepts, enc, &mut self.b, "pattern")
+            else {
+                return Ok(None);
+            };
+            if is_never(&key) {
+                continue;
+            }
+            let mut value_parts: Vec<Sub<'a>> =
+                (0..k).filter(|&i| matched(i)).map(|i| groups[i].1.clone()).collect();
+            value_parts.extend(others.iter().cloned());
+            let ptr = if region == 0 {
+                value_parts.extend(own.clone());
+                format!("{}/additionalProperties", groups[0].1.ptr)
+            } else {
+                groups[region.trailing_zeros() as usize].1.ptr.clone()
+            };
+            let value = self.compile_parts(&value_parts, &ptr, depth)?;
+            if !is_never(&value) {
+                pairs.push((quoted(key), value));
+            }
         }
         Ok(Some(pairs))
     }
@@ -573,7 +963,12 @@ impl<'a> Converter<'a> {
         let own_false = own.as_ref().is_some_and(Sub::is_false);
         if own_false {
             let first = &patterns[0].1;
-            if patterns.iter().any(|(_, s)| s.neg != first.neg || !json_equal(s.v, first.v)) {
+            if patterns.iter().any(|(_, s)| !same_constraints(s, first)) {
+                if let Some(pairs) =
+                    self.pattern_regions(&patterns, &others, own.clone(), names, depth)?
+                {
+                    return Ok((!pairs.is_empty()).then_some(pairs));
+                }
                 self.unsupported(
                     pptr.clone(),
                     "several patternProperties with different schemas (keys may match several)"
@@ -631,8 +1026,8 @@ impl<'a> Converter<'a> {
             return Ok(Some(vec![(Expr::choice(keys), value)]));
         }
         let same = patterns.iter().all(|(_, s)| match &own {
-            None => s.is_true(),
-            Some(a) => s.neg == a.neg && json_equal(s.v, a.v),
+            None => s.is_true() || same_constraints(s, &Sub { v: &TRUE, ..s.clone() }),
+            Some(a) => same_constraints(s, a),
         });
         if !same {
             if let Some(pairs) =

@@ -74,7 +74,7 @@ impl<'a> Converter<'a> {
                 }
                 let order: Vec<usize> = (0..members.len()).collect();
                 let body = self
-                    .member_list_any_order(&members, &order, None, &w, "")
+                    .member_list_any_order(&members, &order, None, None, &w, "")
                     .unwrap_or_else(|_| never());
                 Expr::seq(vec![Expr::literal("{"), w, body, Expr::literal("}")])
             }
@@ -143,7 +143,11 @@ impl<'a> Converter<'a> {
                 None => {
                     self.unsupported(
                         ptr.clone(),
-                        "`not` of this pattern (its complement is expressible alone on a string, within 1,000 automaton states)".into(),
+                        format!(
+                            "`not` of this pattern (its complement is expressible alone on a \
+                             string, within {} automaton states)",
+                            crate::complement::MAX_DFA_STATES
+                        ),
                     )?;
                     Ok(self.shared(SharedRule::String))
                 }
