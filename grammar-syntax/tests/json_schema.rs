@@ -565,3 +565,25 @@ fn property_counts_with_many_listed_properties() {
         }
     }
 }
+
+#[test]
+fn identifiers_under_unknown_keywords_matter_only_to_references_by_uri() {
+    // Examples holding `id` values, and only `#/...` references: the keyword is ignored.
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/n"}},
+        "$defs": {"n": {"type": "integer"}},
+        "docs": {"examples": [{"id": "7312"}]}
+    });
+    assert!(accepts(schema.clone(), r#"{"a": 1}"#));
+    assert!(!accepts(schema, r#"{"a": "x"}"#));
+    // A reference by URI could resolve into the ignored keyword: refused, with its pointer.
+    let schema = json!({
+        "$id": "https://example.com/root.json",
+        "properties": {"a": {"$ref": "https://example.com/inner.json"}},
+        "docs": {"$id": "https://example.com/inner.json", "type": "integer"}
+    });
+    let e = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap_err();
+    let d = e.errors().next().unwrap();
+    assert_eq!(d.pointer.as_deref(), Some("/docs"), "{d}");
+}

@@ -291,6 +291,22 @@ pub(crate) fn is_annotation(key: &str) -> bool {
     ANNOTATIONS.contains(&key)
 }
 
+/// Whether a resolved `$ref` in `v` points at `ptr` or inside it (in any document).
+fn refers_into(v: &Value, ptr: &str) -> bool {
+    match v {
+        Value::Object(m) => m.iter().any(|(k, x)| match (k.as_str(), x) {
+            ("$ref", Value::String(r)) => parse_canonical(r).is_some_and(|(_, target)| {
+                target
+                    .strip_prefix(ptr)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            }),
+            _ => refers_into(x, ptr),
+        }),
+        Value::Array(a) => a.iter().any(|x| refers_into(x, ptr)),
+        _ => false,
+    }
+}
+
 /// Whether `v` holds an object with `$id`, `id` or `$anchor` anywhere.
 fn declares_identifier(v: &Value) -> bool {
     match v {
@@ -540,8 +556,8 @@ impl<'a> Converter<'a> {
     }
 
     /// Ignores a keyword the schema's draft does not know, with a warning (JSON Schema
-    /// core, "unknown keywords"); one holding `$id`/`$anchor` is refused, since references
-    /// could resolve into it, which validators do not do.
+    /// core, "unknown keywords"); one holding `$id`/`$anchor` is refused where a `$ref`
+    /// resolved into it (through such an identifier, which validators do not honour).
     fn unknown_keyword(
         &mut self,
         kp: String,
@@ -549,7 +565,7 @@ impl<'a> Converter<'a> {
         v: &Value,
         why: &str,
     ) -> Result<(), Diagnostic> {
-        if declares_identifier(v) {
+        if declares_identifier(v) && self.docs.iter().any(|d| refers_into(d, &kp)) {
             return self.unsupported(kp, format!("unknown keyword `{key}`{why} holding `$id`"));
         }
         let w = Diagnostic::at_pointer(kp, format!("unknown keyword `{key}`{why} is ignored"))
