@@ -373,7 +373,6 @@ fn type_bits(name: &str) -> Option<u8> {
     })
 }
 
-/// Whether two JSON values are equal as JSON Schema compares them (numbers by value).
 /// Keywords that constrain, or that change how a schema is read (identifiers, drafts,
 /// definitions): two schemas that differ elsewhere than in these compile the same.
 const READ_KEYWORDS: &[&str] = &[
@@ -462,6 +461,7 @@ pub(crate) fn same_constraints(a: &Sub<'_>, b: &Sub<'_>) -> bool {
     }
 }
 
+/// Whether two JSON values are equal as JSON Schema compares them (numbers by value).
 pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {

@@ -416,12 +416,17 @@ struct Lowering<'p> {
 }
 
 impl Lowering<'_> {
+    /// The refusal of an anchor where no way of matching can hold it.
+    fn anchor_refusal(&self) -> Diagnostic {
+        unsupported(self.pattern, "an anchor inside the pattern")
+    }
+
     /// Lowers the top of a pattern into the ways it can match, each with its anchors
     /// resolved (see [`Form`]).
     fn top(&self, hir: &Hir) -> Result<Vec<Form>, Diagnostic> {
         let forms = self.forms(hir)?;
         if forms.len() > MAX_FORMS {
-            return Err(unsupported(self.pattern, "an anchor inside the pattern"));
+            return Err(self.anchor_refusal());
         }
         Ok(forms)
     }
@@ -444,7 +449,7 @@ impl Lowering<'_> {
                 for b in branches {
                     forms.extend(self.forms(b)?);
                     if forms.len() > MAX_FORMS {
-                        return Err(unsupported(self.pattern, "an anchor inside the pattern"));
+                        return Err(self.anchor_refusal());
                     }
                 }
                 forms
@@ -458,14 +463,14 @@ impl Lowering<'_> {
                         joined.extend(next.iter().filter_map(|b| a.then(b)));
                     }
                     if joined.len() > MAX_FORMS {
-                        return Err(unsupported(self.pattern, "an anchor inside the pattern"));
+                        return Err(self.anchor_refusal());
                     }
                     forms = joined;
                 }
                 forms
             }
             HirKind::Repetition(rep) => self.repeated_forms(rep)?,
-            _ => return Err(unsupported(self.pattern, "an anchor inside the pattern")),
+            _ => return Err(self.anchor_refusal()),
         })
     }
 
@@ -475,7 +480,6 @@ impl Lowering<'_> {
     /// that must match twice or more, or at most a bounded number of times above one, are
     /// refused.
     fn repeated_forms(&self, rep: &regex_syntax::hir::Repetition) -> Result<Vec<Form>, Diagnostic> {
-        let refused = || unsupported(self.pattern, "an anchor inside the pattern");
         let forms = self.forms(&rep.sub)?;
         if rep.max == Some(1) {
             let mut forms = forms;
@@ -485,7 +489,7 @@ impl Lowering<'_> {
             return Ok(forms);
         }
         if rep.max.is_some() || rep.min > 1 {
-            return Err(refused());
+            return Err(self.anchor_refusal());
         }
         let plain: Vec<&Form> = forms.iter().filter(|f| !f.start && !f.end).collect();
         let body = |min: u32| -> Option<Form> {
@@ -549,7 +553,7 @@ impl Lowering<'_> {
                 encode_class(&cc, self.encoding)
             }
             HirKind::Look(_) => {
-                return Err(unsupported(self.pattern, "an anchor inside the pattern"));
+                return Err(self.anchor_refusal());
             }
             HirKind::Repetition(rep) => {
                 let sub = self.lower(&rep.sub)?;
