@@ -50,6 +50,8 @@ fn values() -> Vec<Value> {
         json!({"radius": 1}),
         json!({"length": 1, "width": 2}),
         json!({"radius": 1, "length": 1, "width": 2}),
+        json!({"ab": 1, "B": true}),
+        json!({"c": "x", "a": [1]}),
     ];
     for s in ["", "a", "ab", "abc", "abcd", "AB1", "x-y", "é", "ééé", "0123456789", "a\"b"] {
         out.push(json!(s));
@@ -82,6 +84,16 @@ fn not_accepts_exactly_what_its_operand_rejects() {
         json!({"type": "string", "pattern": "^x-"}),
         json!({"pattern": "[0-9]"}),
         json!({"properties": {"a": {"not": {"type": "integer"}}}, "required": ["a"]}),
+        json!({"patternProperties": {"^a": {"type": "integer"}}}),
+        json!({"patternProperties": {"b": false}}),
+        json!({"type": "object", "patternProperties": {"^[a-z]$": {"type": "string"}}, "additionalProperties": false}),
+        json!({"properties": {"a": {}}, "patternProperties": {"^[cw]": {}}, "additionalProperties": false}),
+        json!({"properties": {"b": {"not": {}}}, "patternProperties": {"^[a-z]*$": {}}, "additionalProperties": false}),
+        json!({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}),
+        json!({"propertyNames": {"maxLength": 1}}),
+        json!({"propertyNames": {"pattern": "^[a-z]+$"}}),
+        json!({"oneOf": [{"type": "string"}, {"maxLength": 2}]}),
+        json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"maxProperties": 1}]}),
     ];
     let vals = values();
     for op in operands {
@@ -110,6 +122,11 @@ fn overlapping_one_of_accepts_values_of_exactly_one_branch() {
             {"properties": {"radius": {}, "length": {}, "width": {}}, "additionalProperties": false}
         ]),
         json!([{"required": ["a"]}, {"required": ["b"]}, {"properties": {"a": {"type": "string"}}}]),
+        json!([{"oneOf": [{"required": ["a"]}, {"maxProperties": 1}]}, {"required": ["b"]}]),
+        json!([
+            {"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}, "additionalProperties": false},
+            {"required": ["a"]}
+        ]),
     ];
     let vals = values();
     for branches in groups {

@@ -57,6 +57,24 @@ pub(crate) struct ArrPart<'a> {
     pub rest: Option<Sub<'a>>,
 }
 
+/// A member an object must have: how `additionalProperties`, `patternProperties` and
+/// `propertyNames` fail under `not` (an object with a key outside the listed names, with
+/// a key matching a pattern whose value fails the pattern's schema, with a key failing
+/// `propertyNames`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Witness<'a> {
+    /// Names the key is none of.
+    pub besides: Vec<String>,
+    /// A pattern the key matches, with its pointer.
+    pub matching: Option<(String, String)>,
+    /// Patterns the key matches none of, with their pointers.
+    pub not_matching: Vec<(String, String)>,
+    /// A schema the key (as a string) satisfies.
+    pub key: Option<Sub<'a>>,
+    /// A schema the member's value satisfies; `None`: any value.
+    pub value: Option<Sub<'a>>,
+}
+
 /// A `contains` with its counts.
 #[derive(Clone, Debug)]
 pub(crate) struct Contains<'a> {
@@ -112,14 +130,13 @@ pub(crate) struct Flat<'a> {
     pub property_names: Vec<Sub<'a>>,
     pub min_properties: u64,
     pub max_properties: Option<u64>,
-    /// Each entry: the object has a key outside these names (from `not` of an object
-    /// part with `additionalProperties: false`).
-    pub key_outside: Vec<Vec<String>>,
-    /// The object has a key outside these names, where every listed property outside
-    /// them is absent: so the key is one no part lists, which [`Converter::object`]
-    /// requires of the additional members (from [`Flat::key_outside`] on an object that
-    /// may hold other keys).
-    pub unlisted_key_outside: Option<Vec<String>>,
+    /// Members the object must have (from `not` of object keywords), each written as one
+    /// of the listed properties or as an additional member.
+    pub witnesses: Vec<Witness<'a>>,
+    /// A member the object must have whose key is none of the listed properties, which
+    /// [`Converter::object`] requires among the additional members (a witness that no
+    /// listed property present satisfies).
+    pub unlisted_witness: Option<Witness<'a>>,
     pub dependent_required: Vec<(String, Vec<String>, String)>,
     pub dependent_schemas: Vec<(String, Sub<'a>)>,
     pub unevaluated_properties: Option<Sub<'a>>,
@@ -169,8 +186,8 @@ impl<'a> Flat<'a> {
             property_names: Vec::new(),
             min_properties: 0,
             max_properties: None,
-            key_outside: Vec::new(),
-            unlisted_key_outside: None,
+            witnesses: Vec::new(),
+            unlisted_witness: None,
             dependent_required: Vec::new(),
             dependent_schemas: Vec::new(),
             unevaluated_properties: None,
@@ -210,8 +227,8 @@ impl<'a> Flat<'a> {
             || !self.property_names.is_empty()
             || self.min_properties > 0
             || self.max_properties.is_some()
-            || !self.key_outside.is_empty()
-            || self.unlisted_key_outside.is_some()
+            || !self.witnesses.is_empty()
+            || self.unlisted_witness.is_some()
             || !self.dependent_required.is_empty()
             || !self.dependent_schemas.is_empty()
             || self.unevaluated_properties.is_some()

@@ -226,6 +226,11 @@ impl<'a> Sub<'a> {
         Sub { v, ptr, neg: false, dialect: self.dialect }
     }
 
+    /// The subschema negated: a value satisfies it where it fails this one.
+    pub(crate) fn negated(&self) -> Sub<'a> {
+        Sub { neg: !self.neg, ..self.clone() }
+    }
+
     /// Whether the subschema rejects every value (`false`, not negated).
     pub(crate) fn is_false(&self) -> bool {
         !self.neg && self.v == &Value::Bool(false)

@@ -8,11 +8,14 @@
 //! `properties: {"a": T}` with an object whose `a` fails `T`, `anyOf` with a value that
 //! fails every branch). Each failure narrows a copy of the schema being compiled; the
 //! copies are alternatives. A `pattern` fails with its complement where
-//! [`crate::regex::regex_complement`] writes it, `additionalProperties: false` with a key
-//! outside the list where the object may hold only listed keys. Keywords whose failure a
-//! grammar cannot state (`multipleOf`, `items`, `format`, ...) make the `not` unsupported.
+//! [`crate::regex::regex_complement`] writes it; `additionalProperties`,
+//! `patternProperties` and `propertyNames` with a member the object must have (a
+//! [`Witness`]: a key outside the listed ones, a key matching a pattern whose value fails
+//! its schema, a key failing `propertyNames`); a `oneOf` with a value of none or of two
+//! of its branches. Keywords whose failure a grammar cannot state (`multipleOf`,
+//! `uniqueItems`, ...) make the `not` unsupported.
 
-use super::flat::{tighten_lower, tighten_upper, types, Contains, Flat, ObjPart};
+use super::flat::{tighten_lower, tighten_upper, types, Contains, Flat, ObjPart, Witness};
 use super::numbers::Bound;
 use super::{Converter, FormatMode, Sub};
 use crate::diagnostic::Diagnostic;
@@ -39,8 +42,8 @@ pub(crate) enum Failure<'a> {
     Forbid(String, String),
     /// An object with this property, whose value fails the schema.
     PropertyFails(String, Sub<'a>),
-    /// An object with a key outside these names.
-    KeyOutside(Vec<String>),
+    /// An object with this member.
+    Member(Witness<'a>),
     /// An object with the first property and without the second (the failure of
     /// `dependentRequired`), with the pointer of the dependency.
     DependencyMissing(String, String, String),
@@ -59,20 +62,31 @@ pub(crate) enum Failure<'a> {
     MinItems(u64),
     /// The value fails each of these (the failure of an `anyOf`).
     FailsAll(Vec<Sub<'a>>),
-    /// The value satisfies this schema (the failure of a `not`).
-    Satisfies(Sub<'a>),
+    /// The value satisfies each of these schemas (the failure of a `not`: one; of a
+    /// `oneOf`: two of its branches).
+    Satisfies(Vec<Sub<'a>>),
 }
 
 impl<'a> Converter<'a> {
-    /// The ways to fail `nf`, or `None` when one of its keywords has a failure a grammar
-    /// cannot state. An empty list: nothing fails `nf` (it accepts every value).
-    pub(crate) fn failures(&self, nf: &Flat<'a>) -> Option<Vec<Failure<'a>>> {
+    /// The ways to fail `nf`, or the keyword whose failure a grammar cannot state. An
+    /// empty list: nothing fails `nf` (it accepts every value).
+    pub(crate) fn failures(
+        &mut self,
+        nf: &Flat<'a>,
+        depth: usize,
+    ) -> Result<Vec<Failure<'a>>, &'static str> {
         let mut out = Vec::new();
         if nf.never {
-            return Some(vec![Failure::Types(types::ALL)]);
+            return Ok(vec![Failure::Types(types::ALL)]);
         }
-        if nf.nullable || !nf.excluded.is_empty() || nf.has_if || !nf.conditionals.is_empty() {
-            return None;
+        if nf.nullable {
+            return Err("nullable");
+        }
+        if !nf.excluded.is_empty() {
+            return Err("not");
+        }
+        if nf.has_if || !nf.conditionals.is_empty() {
+            return Err("if");
         }
         if nf.types != types::ALL {
             out.push(Failure::Types(types::ALL & !nf.types));
@@ -82,12 +96,12 @@ impl<'a> Converter<'a> {
         }
         // Strings.
         if !nf.not_patterns.is_empty() {
-            return None;
+            return Err("not");
         }
         if self.opts.format == FormatMode::Assert {
             // A format fails with the complement of its regex, where it has one.
             for (name, ptr) in &nf.formats {
-                let regex = super::formats::regex_for(name)?;
+                let regex = super::formats::regex_for(name).ok_or("format")?;
                 out.push(Failure::NotPattern(format!("^(?:{regex})$"), ptr.clone()));
             }
         }
@@ -102,7 +116,7 @@ impl<'a> Converter<'a> {
         }
         // Numbers.
         if !nf.multiple_of.is_empty() {
-            return None;
+            return Err("multipleOf");
         }
         if let Some(l) = &nf.lower {
             out.push(Failure::Upper(Bound { value: l.value.clone(), exclusive: !l.exclusive }));
@@ -111,12 +125,14 @@ impl<'a> Converter<'a> {
             out.push(Failure::Lower(Bound { value: u.value.clone(), exclusive: !u.exclusive }));
         }
         // Objects.
-        if !nf.property_names.is_empty()
-            || !nf.key_outside.is_empty()
-            || nf.unlisted_key_outside.is_some()
-            || nf.unevaluated_properties.is_some()
-        {
-            return None;
+        if !nf.witnesses.is_empty() || nf.unlisted_witness.is_some() {
+            return Err("not");
+        }
+        if nf.unevaluated_properties.is_some() {
+            return Err("unevaluatedProperties");
+        }
+        for s in &nf.property_names {
+            out.push(Failure::Member(Witness { key: Some(s.negated()), ..Witness::default() }));
         }
         for (name, deps, ptr) in &nf.dependent_required {
             for d in deps {
@@ -127,14 +143,26 @@ impl<'a> Converter<'a> {
             out.push(Failure::DependencyFails(name.clone(), s.clone()));
         }
         for part in &nf.obj_parts {
-            let closed = part.additional.as_ref().is_some_and(Sub::is_false);
-            if !part.patterns.is_empty()
-                || (!closed && part.additional.as_ref().is_some_and(|a| !a.is_true()))
-            {
-                return None;
+            for (p, s) in &part.patterns {
+                if !s.is_true() {
+                    out.push(Failure::Member(Witness {
+                        matching: Some((p.clone(), s.ptr.clone())),
+                        value: (!s.is_false()).then(|| s.negated()),
+                        ..Witness::default()
+                    }));
+                }
             }
-            if closed {
-                out.push(Failure::KeyOutside(part.props.iter().map(|(n, _)| n.clone()).collect()));
+            if let Some(a) = part.additional.as_ref().filter(|a| !a.is_true()) {
+                out.push(Failure::Member(Witness {
+                    besides: part.props.iter().map(|(n, _)| n.clone()).collect(),
+                    not_matching: part
+                        .patterns
+                        .iter()
+                        .map(|(p, s)| (p.clone(), s.ptr.clone()))
+                        .collect(),
+                    value: (!a.is_false()).then(|| a.negated()),
+                    ..Witness::default()
+                }));
             }
             for (name, s) in &part.props {
                 if !s.is_true() {
@@ -152,12 +180,17 @@ impl<'a> Converter<'a> {
             out.push(Failure::MinProperties(m + 1));
         }
         // Arrays.
-        if nf.arr_parts.iter().any(|p| !p.prefix.is_empty())
-            || !nf.contains.is_empty()
-            || nf.unique_items.is_some()
-            || nf.unevaluated_items.is_some()
-        {
-            return None;
+        if nf.arr_parts.iter().any(|p| !p.prefix.is_empty()) {
+            return Err("prefixItems");
+        }
+        if !nf.contains.is_empty() {
+            return Err("contains");
+        }
+        if nf.unique_items.is_some() {
+            return Err("uniqueItems");
+        }
+        if nf.unevaluated_items.is_some() {
+            return Err("unevaluatedItems");
         }
         for rest in nf.arr_parts.iter().filter_map(|p| p.rest.as_ref()) {
             if !rest.is_true() {
@@ -172,15 +205,43 @@ impl<'a> Converter<'a> {
         }
         // Combinators.
         for g in &nf.groups {
-            if g.exclusive {
-                return None;
-            }
             out.push(Failure::FailsAll(g.branches.clone()));
+            if g.exclusive {
+                // A `oneOf` also fails with two of its branches at once.
+                out.extend(self.overlapping_pairs(g, depth).map_err(|_| "oneOf")?);
+            }
         }
         for n in &nf.nots {
-            out.push(Failure::Satisfies(n.clone()));
+            out.push(Failure::Satisfies(vec![n.clone()]));
         }
-        Some(out)
+        Ok(out)
+    }
+
+    /// `Satisfies` of every two branches of the `oneOf` `g` that are not provably
+    /// disjoint.
+    fn overlapping_pairs(
+        &mut self,
+        g: &super::flat::Group<'a>,
+        depth: usize,
+    ) -> Result<Vec<Failure<'a>>, Diagnostic> {
+        let mut flats = Vec::with_capacity(g.branches.len());
+        for b in &g.branches {
+            let mut bf = Flat::new(&b.ptr);
+            self.merge(&mut bf, b, depth + 1, &mut Vec::new(), false)?;
+            flats.push(bf);
+        }
+        let mut out = Vec::new();
+        for i in 0..flats.len() {
+            for j in i + 1..flats.len() {
+                if !self.disjoint(&flats[i], &flats[j]) {
+                    out.push(Failure::Satisfies(vec![
+                        g.branches[i].clone(),
+                        g.branches[j].clone(),
+                    ]));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// `f` narrowed to the values with this failure.
@@ -235,7 +296,7 @@ impl<'a> Converter<'a> {
                     f.required.push(name.clone());
                 }
                 f.obj_parts.push(ObjPart {
-                    props: vec![(name.clone(), Sub { neg: !s.neg, ..s.clone() })],
+                    props: vec![(name.clone(), s.negated())],
                     ptr: s.ptr.clone(),
                     ..ObjPart::default()
                 });
@@ -251,17 +312,11 @@ impl<'a> Converter<'a> {
                 if !f.required.contains(name) {
                     f.required.push(name.clone());
                 }
-                self.merge(
-                    f,
-                    &Sub { neg: !s.neg, ..s.clone() },
-                    depth + 1,
-                    &mut Vec::new(),
-                    false,
-                )?;
+                self.merge(f, &s.negated(), depth + 1, &mut Vec::new(), false)?;
             }
-            Failure::KeyOutside(names) => {
+            Failure::Member(w) => {
                 f.types &= types::OBJECT;
-                f.key_outside.push(names.clone());
+                f.witnesses.push(w.clone());
             }
             Failure::MaxProperties(m) => {
                 f.types &= types::OBJECT;
@@ -273,7 +328,7 @@ impl<'a> Converter<'a> {
             }
             Failure::ItemFails(s) => {
                 f.types &= types::ARRAY;
-                let negated = Sub { neg: !s.neg, ..s.clone() };
+                let negated = s.negated();
                 if f.contains
                     .iter()
                     .any(|c| c.min == 1 && c.max.is_none() && c.schema.same(&negated))
@@ -296,7 +351,11 @@ impl<'a> Converter<'a> {
                 f.min_items = f.min_items.max(*m);
             }
             Failure::FailsAll(branches) => f.nots.extend(branches.iter().cloned()),
-            Failure::Satisfies(s) => self.merge(f, s, depth + 1, &mut Vec::new(), false)?,
+            Failure::Satisfies(subs) => {
+                for s in subs {
+                    self.merge(f, s, depth + 1, &mut Vec::new(), false)?;
+                }
+            }
         }
         if f.types == 0 {
             f.never = true;

@@ -179,14 +179,26 @@ impl<'a> Converter<'a> {
         {
             return Ok(Some(false));
         }
-        if f.key_outside
-            .iter()
-            .chain(&f.unlisted_key_outside)
-            .any(|names| map.keys().all(|k| names.contains(k)))
-        {
-            return Ok(Some(false));
-        }
         let mut result = Some(true);
+        for w in f.witnesses.iter().chain(&f.unlisted_witness) {
+            // Some member fits the witness.
+            let mut found = Some(false);
+            for (key, value) in map {
+                let mut fits = self.key_fits(w, key, depth)?;
+                if let (Some(true), Some(v)) = (fits, &w.value) {
+                    fits = self.check_sub(v, value, depth)?;
+                }
+                found = match (found, fits) {
+                    (_, Some(true)) | (Some(true), _) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                };
+            }
+            if found == Some(false) {
+                return Ok(Some(false));
+            }
+            result = and3(result, found);
+        }
         for (name, deps, _) in &f.dependent_required {
             if map.contains_key(name) && deps.iter().any(|d| !map.contains_key(d)) {
                 return Ok(Some(false));

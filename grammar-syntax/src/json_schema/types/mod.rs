@@ -12,7 +12,7 @@ mod check;
 mod object;
 mod scalars;
 
-use super::flat::{json_equal, types, Flat, Group};
+use super::flat::{json_equal, types, Flat, Group, ObjPart};
 use super::negate::Failure;
 use super::numbers::{self, Decimal};
 use super::{Converter, Sub, MAX_BRANCHES};
@@ -336,11 +336,22 @@ impl<'a> Converter<'a> {
                 }
                 continue;
             }
-            let unevaluated = f.unevaluated_properties.is_some() || f.unevaluated_items.is_some();
-            let failures = if unevaluated { None } else { self.failures(&nf) };
-            let Some(failures) = failures else {
-                self.unsupported(n.ptr.clone(), "`not` of this schema is not expressible".into())?;
-                continue;
+            let failures = if f.unevaluated_properties.is_some() {
+                Err("unevaluatedProperties")
+            } else if f.unevaluated_items.is_some() {
+                Err("unevaluatedItems")
+            } else {
+                self.failures(&nf, depth)
+            };
+            let failures = match failures {
+                Ok(failures) => failures,
+                Err(keyword) => {
+                    self.unsupported(
+                        n.ptr.clone(),
+                        format!("`not` of a schema with `{keyword}` is not expressible"),
+                    )?;
+                    continue;
+                }
             };
             // f and not nf: one alternative per way to fail nf; the other `not`s still
             // apply to each.
@@ -360,7 +371,7 @@ impl<'a> Converter<'a> {
         if f.never {
             return Ok(never());
         }
-        if let Some(alts) = self.split_key_outside(&mut f, depth)? {
+        if let Some(alts) = self.split_witness(&mut f, depth)? {
             return Ok(choice_or_never(alts));
         }
         if let Some(alts) = self.split_min_properties(&f, depth)? {
@@ -484,50 +495,88 @@ impl<'a> Converter<'a> {
         Ok(())
     }
 
-    /// "A key outside these names": a required property outside them is one; otherwise
-    /// the first listed property outside the names that is present is one of them, the
-    /// ones before it absent; or, where the object may hold other keys than its listed
-    /// properties, none of them is present and an unlisted key outside the names is
-    /// ([`Flat::unlisted_key_outside`]).
-    fn split_key_outside(
+    /// A member the object must have ([`Flat::witnesses`]): one of the listed properties
+    /// the witness fits, present (with its value satisfying the witness's; without a
+    /// value schema, the first listed property present that fits, the ones before it
+    /// absent); or, where the object may hold other keys than its listed properties, an
+    /// additional member that fits ([`Flat::unlisted_witness`]). A required property that
+    /// fits, where any value does, is the member already.
+    fn split_witness(
         &mut self,
         f: &mut Flat<'a>,
         depth: usize,
     ) -> Result<Option<Vec<Expr>>, Diagnostic> {
-        let Some(outside) = f.key_outside.pop() else { return Ok(None) };
-        if f.types & types::OBJECT == 0 || f.required.iter().any(|r| !outside.contains(r)) {
+        let Some(w) = f.witnesses.pop() else { return Ok(None) };
+        if f.types & types::OBJECT == 0 {
             return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
+        }
+        if w.value.is_none() {
+            for r in f.required.clone() {
+                if self.key_fits(&w, &r, depth)? == Some(true) {
+                    return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
+                }
+            }
         }
         let closed = f
             .obj_parts
             .iter()
             .any(|p| p.additional.as_ref().is_some_and(Sub::is_false) && p.patterns.is_empty());
-        if !closed && f.unlisted_key_outside.is_some() {
+        if !closed && f.unlisted_witness.is_some() {
             self.unsupported(
                 f.ptr.clone(),
-                "`not` of two objects with `additionalProperties: false` where other keys may occur".into(),
+                "`not` of object keywords requiring two members where keys besides the listed properties may occur".into(),
             )?;
             return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
         }
         let mut names: Vec<String> = Vec::new();
-        for part in &f.obj_parts {
-            for (n, _) in &part.props {
-                if !names.contains(n) && !outside.contains(n) && !forbids(f, n) {
-                    names.push(n.clone());
+        let listed = f.obj_parts.iter().flat_map(|p| p.props.iter().map(|(n, _)| n));
+        for n in listed.chain(&f.required) {
+            if names.contains(n) || forbids(f, n) {
+                continue;
+            }
+            match self.key_fits(&w, n, depth)? {
+                Some(true) => names.push(n.clone()),
+                Some(false) => {}
+                None => {
+                    self.unsupported(
+                        f.ptr.clone(),
+                        format!("`not` of `propertyNames` that cannot be checked against property `{n}`"),
+                    )?;
                 }
             }
         }
         let mut base = f.clone();
         base.types = types::OBJECT;
-        let (mut alts, mut none) = self.first_present(base, &names, depth)?;
+        let (mut alts, mut none) = match &w.value {
+            None => self.first_present(base, &names, depth)?,
+            Some(value) => {
+                let mut alts = Vec::with_capacity(names.len());
+                for name in &names {
+                    self.count_branch(&base.ptr)?;
+                    let mut g = base.clone();
+                    if !g.required.contains(name) {
+                        g.required.push(name.clone());
+                    }
+                    g.obj_parts.push(ObjPart {
+                        props: vec![(name.clone(), value.clone())],
+                        ptr: value.ptr.clone(),
+                        ..ObjPart::default()
+                    });
+                    let alt = self.compile_flat(g, depth + 1)?;
+                    self.charge(&alt, &base.ptr)?;
+                    alts.push(alt);
+                }
+                (alts, base)
+            }
+        };
         if !closed {
-            none.unlisted_key_outside = Some(outside);
+            none.unlisted_witness = Some(w);
             alts.push(self.compile_flat(none, depth + 1)?);
         }
         if f.types != types::OBJECT {
             let mut other = f.clone();
             other.types &= !types::OBJECT;
-            other.key_outside.clear();
+            other.witnesses.clear();
             alts.push(self.compile_flat(other, depth + 1)?);
         }
         Ok(Some(alts))
@@ -687,10 +736,10 @@ impl<'a> Converter<'a> {
             let b = &group.branches[j];
             let mut nf = Flat::new(&b.ptr);
             self.merge(&mut nf, b, depth + 1, &mut Vec::new(), false)?;
-            if self.failures(&nf).is_none() {
+            if let Err(keyword) = self.failures(&nf, depth) {
                 return self.unsupported(
                     group.ptr.clone(),
-                    format!("oneOf whose branches may overlap (not provably disjoint by type, const/enum or a discriminating property), and whose branch {j} cannot be negated to make them exclusive"),
+                    format!("`oneOf` whose branches may overlap (not provably disjoint by type, const/enum or a discriminating property), and whose branch {j} cannot be negated to make them exclusive (its `{keyword}`)"),
                 );
             }
         }
@@ -702,7 +751,7 @@ impl<'a> Converter<'a> {
         Ok(())
     }
 
-    fn disjoint(&mut self, a: &Flat<'a>, b: &Flat<'a>) -> bool {
+    pub(crate) fn disjoint(&mut self, a: &Flat<'a>, b: &Flat<'a>) -> bool {
         if a.never || b.never {
             return true;
         }

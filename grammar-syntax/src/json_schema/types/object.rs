@@ -4,7 +4,7 @@
 use super::*;
 use crate::diagnostic::{Category, Diagnostic};
 use crate::ir::Expr;
-use crate::json_schema::flat::{same_constraints, types, Flat};
+use crate::json_schema::flat::{same_constraints, types, Flat, Witness};
 use crate::json_schema::shared::SharedRule;
 use crate::json_schema::{Converter, Sub};
 use crate::regex::{encode_literal, is_never, never, regex_to_ir, CharEncoding, RegexOptions};
@@ -14,8 +14,9 @@ use serde_json::Value;
 /// (one per set of patterns a key matches).
 const MAX_PATTERN_REGIONS: usize = 4;
 
-/// The schema `true`.
+/// The schemas `true` and `false`.
 static TRUE: Value = Value::Bool(true);
+static FALSE: Value = Value::Bool(false);
 
 /// A state of members in any order under a count: the sequenced members written, the
 /// tracked members written (a bit each), and how many members were written (counted up
@@ -147,6 +148,76 @@ impl<'s> CountedOrder<'s> {
 }
 
 impl<'a> Converter<'a> {
+    /// Whether the JSON Schema `pattern` matches somewhere in `name` (never where the
+    /// pattern is not one grammask reads: its error is reported where it constrains).
+    pub(super) fn pattern_matches(&self, pattern: &str, name: &str) -> bool {
+        let mut b = crate::ir::GrammarBuilder::new();
+        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        regex_to_ir(pattern, &mut b, opts).is_ok_and(|e| self.matches(e, name))
+    }
+
+    /// Whether the key `name` fits the witness `w` (`None` where its key schema cannot
+    /// be checked on the name).
+    pub(super) fn key_fits(
+        &mut self,
+        w: &Witness<'a>,
+        name: &str,
+        depth: usize,
+    ) -> Result<Option<bool>, Diagnostic> {
+        if w.besides.iter().any(|b| b == name)
+            || w.matching.as_ref().is_some_and(|(p, _)| !self.pattern_matches(p, name))
+            || w.not_matching.iter().any(|(p, _)| self.pattern_matches(p, name))
+        {
+            return Ok(Some(false));
+        }
+        match &w.key {
+            None => Ok(Some(true)),
+            Some(k) => self.check_sub(k, &Value::String(name.to_string()), depth),
+        }
+    }
+
+    /// `f` as the additional members of which the unlisted member `w` is one: with the
+    /// witness's patterns, key and value schemas as an object part of their own, and
+    /// `fallback` (what keys no part names take) as another.
+    fn witness_flat(&self, f: &Flat<'a>, w: &Witness<'a>, fallback: Option<Sub<'a>>) -> Flat<'a> {
+        let mut wf = f.clone();
+        let sub = |v: &'a Value, ptr: &str| Sub {
+            v,
+            ptr: ptr.to_string(),
+            neg: false,
+            dialect: self.dialect,
+        };
+        let value = w.value.clone().unwrap_or_else(|| sub(&TRUE, &f.ptr));
+        let part = match &w.matching {
+            Some((p, ptr)) => ObjPart {
+                patterns: vec![(p.clone(), value)],
+                additional: Some(sub(&FALSE, ptr)),
+                ptr: f.ptr.clone(),
+                ..ObjPart::default()
+            },
+            None => ObjPart {
+                patterns: w
+                    .not_matching
+                    .iter()
+                    .map(|(p, ptr)| (p.clone(), sub(&FALSE, ptr)))
+                    .collect(),
+                additional: Some(value),
+                ptr: f.ptr.clone(),
+                ..ObjPart::default()
+            },
+        };
+        wf.obj_parts.push(part);
+        if let Some(fb) = fallback {
+            wf.obj_parts.push(ObjPart {
+                additional: Some(fb),
+                ptr: f.ptr.clone(),
+                ..ObjPart::default()
+            });
+        }
+        wf.property_names.extend(w.key.clone());
+        wf
+    }
+
     /// The schema parts of property `name` in each object part.
     pub(super) fn property_parts(&self, f: &Flat<'a>, name: &str) -> (Vec<Sub<'a>>, bool) {
         let mut parts = Vec::new();
@@ -159,13 +230,9 @@ impl<'a> Converter<'a> {
             let mut matched = !props.is_empty();
             parts.extend(props.into_iter().cloned());
             for (p, s) in &part.patterns {
-                let mut b = crate::ir::GrammarBuilder::new();
-                let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-                if let Ok(e) = regex_to_ir(p, &mut b, opts) {
-                    if self.matches(e, name) {
-                        parts.push(s.clone());
-                        matched = true;
-                    }
+                if self.pattern_matches(p, name) {
+                    parts.push(s.clone());
+                    matched = true;
                 }
             }
             if matched {
@@ -242,12 +309,14 @@ impl<'a> Converter<'a> {
         };
         // Whether one listed member may stand for several members of the object.
         let mut several = false;
-        if let Some(outside) = &f.unlisted_key_outside {
-            // One additional member outside `outside` is required. In schema order it
-            // follows the listed members and the additional ones named in `outside`.
+        if let Some(witness) = &f.unlisted_witness {
+            // One additional member that fits the witness is required. In schema order it
+            // follows the listed members and the additional ones the witness names.
+            let outside = &witness.besides;
             let mut besides = names.clone();
             besides.extend(outside.iter().filter(|n| !names.contains(n)).cloned());
-            let Some(pairs) = self.additional_member(f, &besides, fallback.clone(), depth)? else {
+            let wf = self.witness_flat(f, witness, fallback.clone());
+            let Some(pairs) = self.additional_member(&wf, &besides, None, depth)? else {
                 return Ok(never());
             };
             let mut required = Expr::choice(pairs.into_iter().map(member_of).collect());
@@ -952,13 +1021,7 @@ impl<'a> Converter<'a> {
         // are written as listed properties).
         let mut shadowed: Vec<Vec<String>> = Vec::new();
         for (p, _) in &patterns {
-            let mut b = crate::ir::GrammarBuilder::new();
-            let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-            let matched = match regex_to_ir(p, &mut b, opts) {
-                Ok(e) => names.iter().filter(|n| self.matches(e.clone(), n)).cloned().collect(),
-                Err(_) => Vec::new(),
-            };
-            shadowed.push(matched);
+            shadowed.push(names.iter().filter(|n| self.pattern_matches(p, n)).cloned().collect());
         }
         let own_false = own.as_ref().is_some_and(Sub::is_false);
         if own_false {
