@@ -106,6 +106,31 @@ fn not_accepts_exactly_what_its_operand_rejects() {
 }
 
 #[test]
+fn members_several_nots_require_may_be_one_member_or_several() {
+    // Each `not` requires a member of its own kind; one member may fit several.
+    let parts = [
+        json!({"not": {"patternProperties": {"^a": {"type": "integer"}}}}),
+        json!({"not": {"patternProperties": {"^[ab]": {"type": "string"}}}}),
+        json!({"not": {"additionalProperties": false, "properties": {"a": {}}}}),
+        json!({"not": {"patternProperties": {"c": false}}}),
+    ];
+    let names = json!({"not": {"propertyNames": {"maxLength": 1}}});
+    let mut pairs: Vec<(&Value, &Value)> = vec![(&parts[2], &names)];
+    for (i, x) in parts.iter().enumerate() {
+        pairs.extend(parts[i + 1..].iter().map(|y| (x, y)));
+    }
+    let vals = values();
+    for (x, y) in pairs {
+        let (gx, gy) = (compile(x), compile(y));
+        let both = compile(&json!({"allOf": [x, y]}));
+        for v in &vals {
+            let expected = accepts(&gx, v) && accepts(&gy, v);
+            assert_eq!(accepts(&both, v), expected, "allOf [{x}, {y}] on {v}");
+        }
+    }
+}
+
+#[test]
 fn overlapping_one_of_accepts_values_of_exactly_one_branch() {
     let groups = [
         json!([{"required": ["radius"]}, {"required": ["length", "width"]}]),
@@ -126,6 +151,14 @@ fn overlapping_one_of_accepts_values_of_exactly_one_branch() {
         json!([
             {"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}, "additionalProperties": false},
             {"required": ["a"]}
+        ]),
+        json!([
+            {"patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+            {"properties": {"b": {}}, "additionalProperties": false}
+        ]),
+        json!([
+            {"patternProperties": {"^a": {"type": "array"}, "b": {"type": "integer"}}},
+            {"patternProperties": {"[bc]": {"type": "string"}}}
         ]),
     ];
     let vals = values();

@@ -65,14 +65,27 @@ pub(crate) struct ArrPart<'a> {
 pub(crate) struct Witness<'a> {
     /// Names the key is none of.
     pub besides: Vec<String>,
-    /// A pattern the key matches, with its pointer.
-    pub matching: Option<(String, String)>,
+    /// Patterns the key matches, with their pointers.
+    pub matching: Vec<(String, String)>,
     /// Patterns the key matches none of, with their pointers.
     pub not_matching: Vec<(String, String)>,
-    /// A schema the key (as a string) satisfies.
-    pub key: Option<Sub<'a>>,
-    /// A schema the member's value satisfies; `None`: any value.
-    pub value: Option<Sub<'a>>,
+    /// Schemas the key (as a string) satisfies.
+    pub key: Vec<Sub<'a>>,
+    /// Schemas the member's value satisfies (none: any value).
+    pub value: Vec<Sub<'a>>,
+}
+
+impl<'a> Witness<'a> {
+    /// The members that fit both witnesses.
+    pub fn and(&self, other: &Witness<'a>) -> Witness<'a> {
+        let mut w = self.clone();
+        w.besides.extend(other.besides.iter().cloned());
+        w.matching.extend(other.matching.iter().cloned());
+        w.not_matching.extend(other.not_matching.iter().cloned());
+        w.key.extend(other.key.iter().cloned());
+        w.value.extend(other.value.iter().cloned());
+        w
+    }
 }
 
 /// A `contains` with its counts.
@@ -133,10 +146,10 @@ pub(crate) struct Flat<'a> {
     /// Members the object must have (from `not` of object keywords), each written as one
     /// of the listed properties or as an additional member.
     pub witnesses: Vec<Witness<'a>>,
-    /// A member the object must have whose key is none of the listed properties, which
-    /// [`Converter::object`] requires among the additional members (a witness that no
-    /// listed property present satisfies).
-    pub unlisted_witness: Option<Witness<'a>>,
+    /// Members the object must have whose keys are none of the listed properties, which
+    /// [`Converter::object`] requires among the additional members (witnesses that no
+    /// listed property present fits), each a member of its own.
+    pub unlisted_witnesses: Vec<Witness<'a>>,
     pub dependent_required: Vec<(String, Vec<String>, String)>,
     pub dependent_schemas: Vec<(String, Sub<'a>)>,
     pub unevaluated_properties: Option<Sub<'a>>,
@@ -187,7 +200,7 @@ impl<'a> Flat<'a> {
             min_properties: 0,
             max_properties: None,
             witnesses: Vec::new(),
-            unlisted_witness: None,
+            unlisted_witnesses: Vec::new(),
             dependent_required: Vec::new(),
             dependent_schemas: Vec::new(),
             unevaluated_properties: None,
@@ -228,7 +241,7 @@ impl<'a> Flat<'a> {
             || self.min_properties > 0
             || self.max_properties.is_some()
             || !self.witnesses.is_empty()
-            || self.unlisted_witness.is_some()
+            || !self.unlisted_witnesses.is_empty()
             || !self.dependent_required.is_empty()
             || !self.dependent_schemas.is_empty()
             || self.unevaluated_properties.is_some()

@@ -73,6 +73,9 @@ pub use shared::builtin_json_grammar;
 
 /// Most schemas merged into one flat schema (through `allOf`, `$ref`, branches).
 pub(crate) const MAX_MERGED_PARTS: usize = 4_096;
+/// Most expressions whose combinations [`Converter::combination`] remembers (by a table
+/// of `2^n` answers).
+const MAX_MEMO_COMBINED: usize = 12;
 /// Most alternatives one schema's `anyOf`/`oneOf` groups may distribute into.
 pub(crate) const MAX_BRANCHES: usize = 1_024;
 /// Most IR nodes the converter builds for one schema (rule bodies and the alternatives of
@@ -323,6 +326,7 @@ pub fn json_schema_to_grammar(
         branches: 0,
         built: 0,
         memo: HashMap::new(),
+        combinations: HashMap::new(),
     };
     let root = conv.b.declare("root");
     let result = conv.run(root);
@@ -464,6 +468,9 @@ pub(crate) struct Converter<'a> {
     pub(crate) built: usize,
     /// Rules of merged subschemas, by the pointers (and negations) merged.
     memo: HashMap<Vec<(String, bool)>, Memo>,
+    /// String contents built from automata ([`Converter::combination`]), by their
+    /// expressions and which combinations of them they accept.
+    combinations: HashMap<(Vec<Expr>, Vec<bool>), Option<Expr>>,
 }
 
 /// A merged subschema, built once.
@@ -492,6 +499,33 @@ impl<'a> Converter<'a> {
             self.b.define(id, body);
         }
         Ok(())
+    }
+
+    /// The contents of a JSON string that `accepts` says yes to, given which of `exprs`
+    /// match it ([`crate::complement::combination`]), built once per expressions and
+    /// answers (keys cut by the same patterns recur across the alternatives of `anyOf`,
+    /// `oneOf` and `not`). `None` past the automaton's limits.
+    pub(crate) fn combination(
+        &mut self,
+        exprs: &[Expr],
+        accepts: impl Fn(&[bool]) -> bool,
+        name: &str,
+    ) -> Option<Expr> {
+        let enc = crate::regex::CharEncoding::JsonString;
+        if exprs.len() > MAX_MEMO_COMBINED {
+            return crate::complement::combination(exprs, accepts, enc, &mut self.b, name);
+        }
+        let n = exprs.len();
+        let answers: Vec<bool> = (0..1usize << n)
+            .map(|bits| accepts(&(0..n).map(|i| bits & (1 << i) != 0).collect::<Vec<_>>()))
+            .collect();
+        let key = (exprs.to_vec(), answers);
+        if let Some(e) = self.combinations.get(&key) {
+            return e.clone();
+        }
+        let e = crate::complement::combination(exprs, accepts, enc, &mut self.b, name);
+        self.combinations.insert(key, e.clone());
+        e
     }
 
     /// Counts the nodes of `e` against [`MAX_CONVERTED_NODES`].

@@ -125,14 +125,14 @@ impl<'a> Converter<'a> {
             out.push(Failure::Lower(Bound { value: u.value.clone(), exclusive: !u.exclusive }));
         }
         // Objects.
-        if !nf.witnesses.is_empty() || nf.unlisted_witness.is_some() {
+        if !nf.witnesses.is_empty() || !nf.unlisted_witnesses.is_empty() {
             return Err("not");
         }
         if nf.unevaluated_properties.is_some() {
             return Err("unevaluatedProperties");
         }
         for s in &nf.property_names {
-            out.push(Failure::Member(Witness { key: Some(s.negated()), ..Witness::default() }));
+            out.push(Failure::Member(Witness { key: vec![s.negated()], ..Witness::default() }));
         }
         for (name, deps, ptr) in &nf.dependent_required {
             for d in deps {
@@ -146,8 +146,8 @@ impl<'a> Converter<'a> {
             for (p, s) in &part.patterns {
                 if !s.is_true() {
                     out.push(Failure::Member(Witness {
-                        matching: Some((p.clone(), s.ptr.clone())),
-                        value: (!s.is_false()).then(|| s.negated()),
+                        matching: vec![(p.clone(), s.ptr.clone())],
+                        value: (!s.is_false()).then(|| s.negated()).into_iter().collect(),
                         ..Witness::default()
                     }));
                 }
@@ -160,7 +160,7 @@ impl<'a> Converter<'a> {
                         .iter()
                         .map(|(p, s)| (p.clone(), s.ptr.clone()))
                         .collect(),
-                    value: (!a.is_false()).then(|| a.negated()),
+                    value: (!a.is_false()).then(|| a.negated()).into_iter().collect(),
                     ..Witness::default()
                 }));
             }

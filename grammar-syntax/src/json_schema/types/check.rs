@@ -180,13 +180,15 @@ impl<'a> Converter<'a> {
             return Ok(Some(false));
         }
         let mut result = Some(true);
-        for w in f.witnesses.iter().chain(&f.unlisted_witness) {
+        for w in f.witnesses.iter().chain(&f.unlisted_witnesses) {
             // Some member fits the witness.
             let mut found = Some(false);
             for (key, value) in map {
                 let mut fits = self.key_fits(w, key, depth)?;
-                if let (Some(true), Some(v)) = (fits, &w.value) {
-                    fits = self.check_sub(v, value, depth)?;
+                for v in &w.value {
+                    if fits != Some(false) {
+                        fits = and3(fits, self.check_sub(v, value, depth)?);
+                    }
                 }
                 found = match (found, fits) {
                     (_, Some(true)) | (Some(true), _) => Some(true),

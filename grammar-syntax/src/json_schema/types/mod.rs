@@ -499,8 +499,9 @@ impl<'a> Converter<'a> {
     /// the witness fits, present (with its value satisfying the witness's; without a
     /// value schema, the first listed property present that fits, the ones before it
     /// absent); or, where the object may hold other keys than its listed properties, an
-    /// additional member that fits ([`Flat::unlisted_witness`]). A required property that
-    /// fits, where any value does, is the member already.
+    /// additional member that fits ([`Flat::unlisted_witnesses`]: a member of its own, or
+    /// the one an earlier unlisted witness requires, fitting both). A required property
+    /// that fits, where any value does, is the member already.
     fn split_witness(
         &mut self,
         f: &mut Flat<'a>,
@@ -510,7 +511,7 @@ impl<'a> Converter<'a> {
         if f.types & types::OBJECT == 0 {
             return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
         }
-        if w.value.is_none() {
+        if w.value.is_empty() {
             for r in f.required.clone() {
                 if self.key_fits(&w, &r, depth)? == Some(true) {
                     return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
@@ -521,13 +522,6 @@ impl<'a> Converter<'a> {
             .obj_parts
             .iter()
             .any(|p| p.additional.as_ref().is_some_and(Sub::is_false) && p.patterns.is_empty());
-        if !closed && f.unlisted_witness.is_some() {
-            self.unsupported(
-                f.ptr.clone(),
-                "`not` of object keywords requiring two members where keys besides the listed properties may occur".into(),
-            )?;
-            return Ok(Some(vec![self.compile_flat(f.clone(), depth + 1)?]));
-        }
         let mut names: Vec<String> = Vec::new();
         let listed = f.obj_parts.iter().flat_map(|p| p.props.iter().map(|(n, _)| n));
         for n in listed.chain(&f.required) {
@@ -547,9 +541,9 @@ impl<'a> Converter<'a> {
         }
         let mut base = f.clone();
         base.types = types::OBJECT;
-        let (mut alts, mut none) = match &w.value {
-            None => self.first_present(base, &names, depth)?,
-            Some(value) => {
+        let (mut alts, mut none) = match w.value.as_slice() {
+            [] => self.first_present(base, &names, depth)?,
+            values => {
                 let mut alts = Vec::with_capacity(names.len());
                 for name in &names {
                     self.count_branch(&base.ptr)?;
@@ -557,11 +551,13 @@ impl<'a> Converter<'a> {
                     if !g.required.contains(name) {
                         g.required.push(name.clone());
                     }
-                    g.obj_parts.push(ObjPart {
-                        props: vec![(name.clone(), value.clone())],
-                        ptr: value.ptr.clone(),
-                        ..ObjPart::default()
-                    });
+                    for value in values {
+                        g.obj_parts.push(ObjPart {
+                            props: vec![(name.clone(), value.clone())],
+                            ptr: value.ptr.clone(),
+                            ..ObjPart::default()
+                        });
+                    }
                     let alt = self.compile_flat(g, depth + 1)?;
                     self.charge(&alt, &base.ptr)?;
                     alts.push(alt);
@@ -570,7 +566,13 @@ impl<'a> Converter<'a> {
             }
         };
         if !closed {
-            none.unlisted_witness = Some(w);
+            for i in 0..none.unlisted_witnesses.len() {
+                self.count_branch(&none.ptr)?;
+                let mut g = none.clone();
+                g.unlisted_witnesses[i] = g.unlisted_witnesses[i].and(&w);
+                alts.push(self.compile_flat(g, depth + 1)?);
+            }
+            none.unlisted_witnesses.push(w);
             alts.push(self.compile_flat(none, depth + 1)?);
         }
         if f.types != types::OBJECT {

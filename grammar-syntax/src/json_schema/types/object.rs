@@ -156,7 +156,7 @@ impl<'a> Converter<'a> {
         regex_to_ir(pattern, &mut b, opts).is_ok_and(|e| self.matches(e, name))
     }
 
-    /// Whether the key `name` fits the witness `w` (`None` where its key schema cannot
+    /// Whether the key `name` fits the witness `w` (`None` where its key schemas cannot
     /// be checked on the name).
     pub(super) fn key_fits(
         &mut self,
@@ -165,20 +165,22 @@ impl<'a> Converter<'a> {
         depth: usize,
     ) -> Result<Option<bool>, Diagnostic> {
         if w.besides.iter().any(|b| b == name)
-            || w.matching.as_ref().is_some_and(|(p, _)| !self.pattern_matches(p, name))
+            || w.matching.iter().any(|(p, _)| !self.pattern_matches(p, name))
             || w.not_matching.iter().any(|(p, _)| self.pattern_matches(p, name))
         {
             return Ok(Some(false));
         }
-        match &w.key {
-            None => Ok(Some(true)),
-            Some(k) => self.check_sub(k, &Value::String(name.to_string()), depth),
+        let mut fits = Some(true);
+        for k in &w.key {
+            fits = and3(fits, self.check_sub(k, &Value::String(name.to_string()), depth)?);
         }
+        Ok(fits)
     }
 
-    /// `f` as the additional members of which the unlisted member `w` is one: with the
-    /// witness's patterns, key and value schemas as an object part of their own, and
-    /// `fallback` (what keys no part names take) as another.
+    /// `f` as the additional members of which the unlisted member `w` is one: the
+    /// witness's patterns, and each of its value schemas and `fallback` (what keys no
+    /// part names take), as object parts of their own; its key schemas as
+    /// `propertyNames`.
     fn witness_flat(&self, f: &Flat<'a>, w: &Witness<'a>, fallback: Option<Sub<'a>>) -> Flat<'a> {
         let mut wf = f.clone();
         let sub = |v: &'a Value, ptr: &str| Sub {
@@ -187,35 +189,101 @@ impl<'a> Converter<'a> {
             neg: false,
             dialect: self.dialect,
         };
-        let value = w.value.clone().unwrap_or_else(|| sub(&TRUE, &f.ptr));
-        let part = match &w.matching {
-            Some((p, ptr)) => ObjPart {
-                patterns: vec![(p.clone(), value)],
-                additional: Some(sub(&FALSE, ptr)),
-                ptr: f.ptr.clone(),
-                ..ObjPart::default()
-            },
-            None => ObjPart {
-                patterns: w
-                    .not_matching
-                    .iter()
-                    .map(|(p, ptr)| (p.clone(), sub(&FALSE, ptr)))
-                    .collect(),
-                additional: Some(value),
-                ptr: f.ptr.clone(),
-                ..ObjPart::default()
-            },
+        let part = |patterns, additional| ObjPart {
+            patterns,
+            additional,
+            ptr: f.ptr.clone(),
+            ..ObjPart::default()
         };
-        wf.obj_parts.push(part);
-        if let Some(fb) = fallback {
-            wf.obj_parts.push(ObjPart {
-                additional: Some(fb),
-                ptr: f.ptr.clone(),
-                ..ObjPart::default()
-            });
+        for (p, ptr) in &w.matching {
+            wf.obj_parts.push(part(vec![(p.clone(), sub(&TRUE, ptr))], Some(sub(&FALSE, ptr))));
         }
-        wf.property_names.extend(w.key.clone());
+        if !w.not_matching.is_empty() {
+            let patterns = w.not_matching.iter().map(|(p, ptr)| (p.clone(), sub(&FALSE, ptr)));
+            wf.obj_parts.push(part(patterns.collect(), None));
+        }
+        for v in w.value.iter().cloned().chain(fallback) {
+            wf.obj_parts.push(part(Vec::new(), Some(v)));
+        }
+        wf.property_names.extend(w.key.iter().cloned());
         wf
+    }
+
+    /// The keys and values of an unlisted member that fits `w`, where neither `w` nor `f`
+    /// has key schemas and `f`'s parts have at most [`MAX_PATTERN_REGIONS`] patterns:
+    /// keys outside `besides` matching every pattern of `w` and none of its excluded
+    /// ones, cut into regions by the patterns of `f` they match; a region's values under
+    /// `w`'s schemas and, for each part of `f`, the schemas of its patterns the keys
+    /// match, or else its `additionalProperties` (and `fallback` where no pattern
+    /// matches). `None` when no such member may occur; refused past the automaton's
+    /// limits.
+    fn witness_member(
+        &mut self,
+        f: &Flat<'a>,
+        w: &Witness<'a>,
+        besides: &[String],
+        fallback: Option<Sub<'a>>,
+        depth: usize,
+    ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
+        let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let own: Vec<(usize, &Sub<'a>)> = f
+            .obj_parts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, part)| part.patterns.iter().map(move |(_, s)| (i, s)))
+            .collect();
+        let mut exprs = Vec::new();
+        let patterns = w.matching.iter().chain(&w.not_matching);
+        let owned = f.obj_parts.iter().flat_map(|p| p.patterns.iter().map(|(p, s)| (p, &s.ptr)));
+        for (p, ptr) in patterns.map(|(p, ptr)| (p, ptr)).chain(owned) {
+            exprs.push(self.raw_pattern(p, ptr, raw)?);
+        }
+        exprs.push(choice_or_never(besides.iter().map(|n| Expr::literal(n)).collect()));
+        let n_matching = w.matching.len();
+        let n_witness = n_matching + w.not_matching.len();
+        let mut pairs = Vec::new();
+        for region in 0..1usize << own.len() {
+            let matched = |i: usize| region & (1 << i) != 0;
+            let accepts = |m: &[bool]| {
+                m[..n_matching].iter().all(|&b| b)
+                    && !m[n_matching..n_witness].iter().any(|&b| b)
+                    && (0..own.len()).all(|i| m[n_witness + i] == matched(i))
+                    && !m[n_witness + own.len()]
+            };
+            let Some(key) = self.combination(&exprs, accepts, "pattern") else {
+                let ptr = w.matching.first().map_or(f.ptr.clone(), |(_, ptr)| ptr.clone());
+                let message = "keys of a member `not` requires are not expressible within the automaton limits";
+                self.unsupported(ptr, message.into())?;
+                return Ok(None);
+            };
+            if is_never(&key) {
+                continue;
+            }
+            let mut value_parts: Vec<Sub<'a>> = w.value.clone();
+            for (j, part) in f.obj_parts.iter().enumerate() {
+                let mut schemas =
+                    own.iter().enumerate().filter(|(i, (k, _))| *k == j && matched(*i));
+                match schemas.next() {
+                    Some((_, (_, s))) => {
+                        value_parts.push((*s).clone());
+                        value_parts.extend(schemas.map(|(_, (_, s))| (*s).clone()));
+                    }
+                    None => value_parts.extend(part.additional.clone()),
+                }
+            }
+            if region == 0 {
+                value_parts.extend(fallback.clone());
+            }
+            if value_parts.iter().any(Sub::is_false) {
+                continue;
+            }
+            let ptr = format!("{}/additionalProperties", f.ptr);
+            let value = self.compile_parts(&value_parts, &ptr, depth)?;
+            if !is_never(&value) {
+                pairs.push((quoted(key), value));
+            }
+        }
+        Ok((!pairs.is_empty()).then_some(pairs))
     }
 
     /// The schema parts of property `name` in each object part.
@@ -309,14 +377,23 @@ impl<'a> Converter<'a> {
         };
         // Whether one listed member may stand for several members of the object.
         let mut several = false;
-        if let Some(witness) = &f.unlisted_witness {
-            // One additional member that fits the witness is required. In schema order it
+        for witness in &f.unlisted_witnesses {
+            // An additional member that fits the witness is required. In schema order it
             // follows the listed members and the additional ones the witness names.
             let outside = &witness.besides;
             let mut besides = names.clone();
             besides.extend(outside.iter().filter(|n| !names.contains(n)).cloned());
-            let wf = self.witness_flat(f, witness, fallback.clone());
-            let Some(pairs) = self.additional_member(&wf, &besides, None, depth)? else {
+            let direct = witness.key.is_empty()
+                && f.property_names.is_empty()
+                && f.obj_parts.iter().map(|p| p.patterns.len()).sum::<usize>()
+                    <= MAX_PATTERN_REGIONS;
+            let pairs = if direct {
+                self.witness_member(f, witness, &besides, fallback.clone(), depth)?
+            } else {
+                let wf = self.witness_flat(f, witness, fallback.clone());
+                self.additional_member(&wf, &besides, None, depth)?
+            };
+            let Some(pairs) = pairs else {
                 return Ok(never());
             };
             let mut required = Expr::choice(pairs.into_iter().map(member_of).collect());
@@ -919,10 +996,7 @@ impl<'a> Converter<'a> {
             let matched = |i: usize| region & (1 << i) != 0;
             let accepts =
                 |m: &[bool]| (0..k).all(|i| m[i] == matched(i)) && m.get(k) != Some(&true);
-            let enc = CharEncoding::JsonString;
-            let Some(key) =
-                crate::complement::combination(&exprs, accepts, enc, &mut self.b, "pattern")
-            else {
+            let Some(key) = self.combination(&exprs, accepts, "pattern") else {
                 return Ok(None);
             };
             if is_never(&key) {
@@ -1130,7 +1204,6 @@ impl<'a> Converter<'a> {
             Expr::choice(names.iter().map(|n| Expr::literal(n)).collect()),
         ];
         let accepts = |m: &[bool]| m[0] == matched && !m[1];
-        let enc = CharEncoding::JsonString;
-        Ok(crate::complement::combination(&exprs, accepts, enc, &mut self.b, "pattern"))
+        Ok(self.combination(&exprs, accepts, "pattern"))
     }
 }

@@ -360,8 +360,7 @@ impl<'a> Converter<'a> {
         }
         let accepts =
             |m: &[bool]| m[..positive].iter().all(|&x| x) && !m[positive..].iter().any(|&x| x);
-        let enc = CharEncoding::JsonString;
-        Ok(crate::complement::combination(&exprs, accepts, enc, &mut self.b, "string"))
+        Ok(self.combination(&exprs, accepts, "string"))
     }
 
     /// A pattern as a regular expression over raw characters, errors at `ptr`.
@@ -396,6 +395,6 @@ impl<'a> Converter<'a> {
         }
         let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
         let raw = self.raw_pattern(pattern, ptr, opts)?;
-        Ok(crate::complement::complement(&raw, CharEncoding::JsonString, &mut self.b, "pattern"))
+        Ok(self.combination(std::slice::from_ref(&raw), |m| !m[0], "pattern"))
     }
 }
