@@ -498,6 +498,16 @@ fn enum_values_are_checked_against_object_and_array_keywords() {
             json!({"enum": [{"a": 1}, {"a": 2}], "not": {"properties": {"a": {"const": 2}}}}),
             vec![json!({"a": 1})],
         ),
+        // Keywords whose failures a grammar cannot state, checked on each value.
+        (json!({"enum": [7, 8, 9.5, "x"], "not": {"multipleOf": 2}}), vec![json!(7), json!(9.5)]),
+        (
+            json!({"enum": [4, 6, 9, 10, 15], "oneOf": [{"multipleOf": 2}, {"multipleOf": 3}], "not": {"multipleOf": 5}}),
+            vec![json!(4), json!(9)],
+        ),
+        (
+            json!({"enum": [1, 4, 9], "if": {"multipleOf": 3}, "then": {"minimum": 5}, "else": {"maximum": 2}}),
+            vec![json!(1), json!(9)],
+        ),
     ];
     for (schema, accepted) in cases {
         let g = compile(&schema);

@@ -81,6 +81,23 @@ impl Decimal {
         self.frac.is_empty()
     }
 
+    /// Whether the value is an integer multiple of `step` (above zero), exactly: `None`
+    /// when the step has more than 37 significant digits.
+    pub fn is_multiple_of(&self, step: &Decimal) -> Option<bool> {
+        let e = self.frac.len().max(step.frac.len());
+        // Both scaled by 10^e, as digit strings.
+        let scaled = |d: &Decimal| format!("{}{}{}", d.int, d.frac, "0".repeat(e - d.frac.len()));
+        let b: u128 = scaled(step).trim_start_matches('0').parse().ok()?;
+        if b == 0 || b > 10u128.pow(37) {
+            return None;
+        }
+        let mut r: u128 = 0;
+        for c in scaled(self).bytes() {
+            r = (r * 10 + u128::from(c - b'0')) % b;
+        }
+        Some(r == 0)
+    }
+
     /// Whether the value is zero.
     pub fn is_zero(&self) -> bool {
         self.int == "0" && self.frac.is_empty()
@@ -754,6 +771,27 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn multiples_of_decimal_steps_are_exact() {
+        let cases = [
+            ("7", "2", false),
+            ("35", "1.5", false),
+            ("4.5", "1.5", true),
+            ("-4.5", "1.5", true),
+            ("0.3", "0.1", true),
+            ("1e3", "8", true),
+            ("1.01", "0.01", true),
+            ("1.015", "0.01", false),
+            ("0", "7", true),
+            ("12345678901234567890", "3", true),
+            ("12345678901234567891", "3", false),
+        ];
+        for (v, step, yes) in cases {
+            let (v, s) = (Decimal::parse(v).unwrap(), Decimal::parse(step).unwrap());
+            assert_eq!(v.is_multiple_of(&s), Some(yes), "{v:?} {step}");
         }
     }
 

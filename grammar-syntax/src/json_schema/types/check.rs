@@ -146,8 +146,11 @@ impl<'a> Converter<'a> {
                         return Ok(Some(false));
                     }
                 }
-                if !f.multiple_of.is_empty() {
-                    return Ok(None);
+                for (step, _) in &f.multiple_of {
+                    match d.is_multiple_of(step) {
+                        Some(true) => {}
+                        answer => return Ok(answer),
+                    }
                 }
                 Ok(Some(true))
             }

@@ -32,6 +32,15 @@ pub const MAX_UNIQUE_ITEM_SETS: usize = 4_096;
 /// any order; past it, what follows the key becomes a rule.
 const MAX_ANY_ORDER_COPIED: usize = 12;
 
+/// `body`, or `null` too where the schema is `nullable`.
+fn or_null(f: &Flat<'_>, body: Expr) -> Expr {
+    match (f.nullable, is_never(&body)) {
+        (false, _) => body,
+        (true, false) => Expr::choice(vec![body, Expr::literal("null")]),
+        (true, true) => Expr::literal("null"),
+    }
+}
+
 /// `-?(0|[1-9][0-9]*)`: an integer as drafts 03 and 04 count them.
 fn plain_integer() -> Expr {
     Expr::seq(vec![
@@ -233,6 +242,15 @@ impl<'a> Converter<'a> {
         if f.never {
             return Ok(never());
         }
+        if f.values.is_some()
+            && (!f.groups.is_empty() || !f.nots.is_empty() || !f.conditionals.is_empty())
+        {
+            // `enum`/`const` beside combinators: each value checked against them is
+            // simpler than distributing them, and works where their failures do not.
+            if let (body, true) = self.value_literals(&f, depth)? {
+                return Ok(or_null(&f, body));
+            }
+        }
         if !f.groups.is_empty() {
             let group = f.groups.remove(0);
             if !group.exclusive
@@ -386,40 +404,46 @@ impl<'a> Converter<'a> {
             // Dependencies merged in brought `anyOf`/`oneOf`/`not`: handle them as above.
             return self.compile_flat(f, depth + 1);
         }
-        let body = match f.values.clone() {
-            Some(values) => {
-                let mut alts = Vec::new();
-                // Each value is one of `values`: checking membership again would make a
-                // large `enum` quadratic.
-                let mut others = f.clone();
-                others.values = None;
-                for v in values {
-                    if f.excluded.iter().any(|x| json_equal(x, v)) || value_type(v) & f.types == 0 {
-                        continue;
-                    }
-                    match self.check_value(&others, v, depth)? {
-                        Some(true) => alts.push(self.literal(v)),
-                        Some(false) => {}
-                        None => {
-                            self.unsupported(
-                                f.ptr.clone(),
-                                "enum/const together with keywords that cannot be checked on its values".into(),
-                            )?;
-                            alts.push(self.literal(v));
-                        }
-                    }
+        let body = match &f.values {
+            Some(_) => {
+                let (body, checked) = self.value_literals(&f, depth)?;
+                if !checked {
+                    self.unsupported(
+                        f.ptr.clone(),
+                        "enum/const together with keywords that cannot be checked on its values"
+                            .into(),
+                    )?;
                 }
-                choice_or_never(alts)
+                body
             }
             None => self.by_type(&f, depth)?,
         };
-        if f.nullable && !is_never(&body) {
-            return Ok(Expr::choice(vec![body, Expr::literal("null")]));
+        Ok(or_null(&f, body))
+    }
+
+    /// The values of `f`'s `enum`/`const` that satisfy its other keywords, as a choice
+    /// of literals, and whether every value could be checked (one that cannot is kept).
+    fn value_literals(&mut self, f: &Flat<'a>, depth: usize) -> Result<(Expr, bool), Diagnostic> {
+        let mut alts = Vec::new();
+        let mut checked = true;
+        // Each value is one of `values`: checking membership again would make a large
+        // `enum` quadratic.
+        let mut others = f.clone();
+        let values = others.values.take().unwrap_or_default();
+        for v in values {
+            if f.excluded.iter().any(|x| json_equal(x, v)) || value_type(v) & f.types == 0 {
+                continue;
+            }
+            match self.check_value(&others, v, depth)? {
+                Some(true) => alts.push(self.literal(v)),
+                Some(false) => {}
+                None => {
+                    checked = false;
+                    alts.push(self.literal(v));
+                }
+            }
         }
-        if f.nullable {
-            return Ok(Expr::literal("null"));
-        }
-        Ok(body)
+        Ok((choice_or_never(alts), checked))
     }
 
     fn by_type(&mut self, f: &Flat<'a>, depth: usize) -> Result<Expr, Diagnostic> {
