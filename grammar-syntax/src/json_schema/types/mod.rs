@@ -565,30 +565,7 @@ impl<'a> Converter<'a> {
         }
         let mut base = f.clone();
         base.types = types::OBJECT;
-        let (mut alts, mut none) = match w.value.as_slice() {
-            [] => self.first_present(base, &names, depth)?,
-            values => {
-                let mut alts = Vec::with_capacity(names.len());
-                for name in &names {
-                    self.count_branch(&base.ptr)?;
-                    let mut g = base.clone();
-                    if !g.required.contains(name) {
-                        g.required.push(name.clone());
-                    }
-                    for value in values {
-                        g.obj_parts.push(ObjPart {
-                            props: vec![(name.clone(), value.clone())],
-                            ptr: value.ptr.clone(),
-                            ..ObjPart::default()
-                        });
-                    }
-                    let alt = self.compile_flat(g, depth + 1)?;
-                    self.charge(&alt, &base.ptr)?;
-                    alts.push(alt);
-                }
-                (alts, base)
-            }
-        };
+        let (mut alts, mut none) = self.first_present(base, &names, &w.value, depth)?;
         if !closed {
             for i in 0..none.unlisted_witnesses.len() {
                 self.count_branch(&none.ptr)?;
@@ -608,12 +585,16 @@ impl<'a> Converter<'a> {
         Ok(Some(alts))
     }
 
-    /// One alternative per name: that property present and the names before it absent.
-    /// Also returns `base` with every name absent.
+    /// One alternative per name: that property present, its value under `values` too.
+    /// Without `values` the alternatives exclude each other (the names before the one
+    /// present are absent); with them they may overlap (an earlier name may be present
+    /// with another value). Also returns `base` with every name absent (without
+    /// `values`) or `base` itself.
     fn first_present(
         &mut self,
         mut base: Flat<'a>,
         names: &[String],
+        values: &[Sub<'a>],
         depth: usize,
     ) -> Result<(Vec<Expr>, Flat<'a>), Diagnostic> {
         let mut alts = Vec::with_capacity(names.len());
@@ -623,11 +604,20 @@ impl<'a> Converter<'a> {
             if !g.required.contains(name) {
                 g.required.push(name.clone());
             }
+            for value in values {
+                g.obj_parts.push(ObjPart {
+                    props: vec![(name.clone(), value.clone())],
+                    ptr: value.ptr.clone(),
+                    ..ObjPart::default()
+                });
+            }
             let alt = self.compile_flat(g, depth + 1)?;
             self.charge(&alt, &base.ptr)?;
             alts.push(alt);
-            let ptr = base.ptr.clone();
-            self.apply_failure(&mut base, &Failure::Forbid(name.clone(), ptr), depth)?;
+            if values.is_empty() {
+                let ptr = base.ptr.clone();
+                self.apply_failure(&mut base, &Failure::Forbid(name.clone(), ptr), depth)?;
+            }
         }
         Ok((alts, base))
     }
@@ -664,7 +654,7 @@ impl<'a> Converter<'a> {
         let mut base = f.clone();
         base.types = types::OBJECT;
         base.min_properties = 0;
-        let (present, mut none) = self.first_present(base, &names, depth)?;
+        let (present, mut none) = self.first_present(base, &names, &[], depth)?;
         alts.extend(present);
         // No listed property: another key.
         none.min_properties = 1;

@@ -226,17 +226,19 @@ impl<'a> Converter<'a> {
         depth: usize,
     ) -> Result<Option<Vec<(Expr, Expr)>>, Diagnostic> {
         let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-        let own: Vec<(usize, &Sub<'a>)> = f
+        // The patterns of `f`'s parts, with the part each stands in.
+        let own: Vec<(usize, &String, &Sub<'a>)> = f
             .obj_parts
             .iter()
             .enumerate()
-            .flat_map(|(i, part)| part.patterns.iter().map(move |(_, s)| (i, s)))
+            .flat_map(|(i, part)| part.patterns.iter().map(move |(p, s)| (i, p, s)))
             .collect();
         let mut exprs = Vec::new();
-        let patterns = w.matching.iter().chain(&w.not_matching);
-        let owned = f.obj_parts.iter().flat_map(|p| p.patterns.iter().map(|(p, s)| (p, &s.ptr)));
-        for (p, ptr) in patterns.map(|(p, ptr)| (p, ptr)).chain(owned) {
+        for (p, ptr) in w.matching.iter().chain(&w.not_matching) {
             exprs.push(self.raw_pattern(p, ptr, raw)?);
+        }
+        for (_, p, s) in &own {
+            exprs.push(self.raw_pattern(p, &s.ptr, raw)?);
         }
         exprs.push(choice_or_never(besides.iter().map(|n| Expr::literal(n)).collect()));
         let n_matching = w.matching.len();
@@ -261,14 +263,16 @@ impl<'a> Converter<'a> {
             }
             let mut value_parts: Vec<Sub<'a>> = w.value.clone();
             for (j, part) in f.obj_parts.iter().enumerate() {
-                let mut schemas =
-                    own.iter().enumerate().filter(|(i, (k, _))| *k == j && matched(*i));
-                match schemas.next() {
-                    Some((_, (_, s))) => {
-                        value_parts.push((*s).clone());
-                        value_parts.extend(schemas.map(|(_, (_, s))| (*s).clone()));
-                    }
-                    None => value_parts.extend(part.additional.clone()),
+                let matching: Vec<Sub<'a>> = own
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, (k, _, _))| *k == j && matched(*i))
+                    .map(|(_, (_, _, s))| (*s).clone())
+                    .collect();
+                if matching.is_empty() {
+                    value_parts.extend(part.additional.clone());
+                } else {
+                    value_parts.extend(matching);
                 }
             }
             if region == 0 {
