@@ -199,14 +199,16 @@ pub fn combination(
         .iter()
         .map(|s| accepts(&ends.iter().map(|e| s.contains(e)).collect::<Vec<bool>>()))
         .collect();
-    // The states that can still reach an accepting one.
+    // The states that can still reach an accepting one, through atoms that hold a
+    // character (an atom of surrogate code points alone holds none).
     let n = sets.len();
+    let usable: Vec<bool> = atoms.iter().map(|&a| !scalar_ranges(a).is_empty()).collect();
     let mut live: Vec<bool> = accepting.clone();
     let mut changed = true;
     while changed {
         changed = false;
         for s in 0..n {
-            if !live[s] && delta[s].iter().any(|&t| live[t]) {
+            if !live[s] && delta[s].iter().zip(&usable).any(|(&t, &u)| u && live[t]) {
                 live[s] = true;
                 changed = true;
             }
@@ -279,6 +281,19 @@ mod tests {
         let root = b.declare("root");
         b.define(root, c);
         b.finish(root).unwrap()
+    }
+
+    #[test]
+    fn texts_of_surrogate_code_points_alone_are_none() {
+        // A range across the surrogate code points, and two ranges that end and start
+        // around them: what the first matches and the others do not holds no character.
+        let class = |lo, hi| Expr::Class(CharClass::new(false, [(lo, hi)]));
+        let exprs =
+            [class('b', '\u{10ffff}'), class('b', '\u{d7ff}'), class('\u{e000}', '\u{10ffff}')];
+        let mut b = GrammarBuilder::new();
+        let only_first = |m: &[bool]| m[0] && !m[1] && !m[2];
+        let e = combination(&exprs, only_first, CharEncoding::Raw, &mut b, "p");
+        assert!(e.is_some_and(|e| crate::regex::is_never(&e)));
     }
 
     #[test]

@@ -131,6 +131,40 @@ fn members_several_nots_require_may_be_one_member_or_several() {
 }
 
 #[test]
+fn pattern_properties_of_several_merged_schemas() {
+    let pairs = [
+        (
+            json!({"patternProperties": {"^a": {"type": "integer"}}}),
+            json!({"patternProperties": {"b": {"minimum": 2}}, "additionalProperties": {"type": "string"}}),
+        ),
+        (
+            json!({"patternProperties": {"^[a-c]": {"type": ["integer", "array"]}}, "additionalProperties": false}),
+            json!({"properties": {"a": {"type": "array"}}, "patternProperties": {"^c": {"type": "integer"}}}),
+        ),
+    ];
+    let mut vals = values();
+    vals.extend([
+        json!({"ab": 5}),
+        json!({"b": 3, "z": "s"}),
+        json!({"a": [1], "b": true}),
+        json!({"a": [1], "c": 2}),
+        json!({"a": [1], "c": [2]}),
+        json!({"a": [1], "b": [], "c": 2}),
+    ]);
+    let mut both_accept = 0;
+    for (x, y) in &pairs {
+        let (gx, gy) = (compile(x), compile(y));
+        let both = compile(&json!({"allOf": [x, y]}));
+        for v in &vals {
+            let expected = accepts(&gx, v) && accepts(&gy, v);
+            assert_eq!(accepts(&both, v), expected, "allOf [{x}, {y}] on {v}");
+            both_accept += usize::from(expected && v.as_object().is_some_and(|o| !o.is_empty()));
+        }
+    }
+    assert!(both_accept >= 4, "too few objects both accept to say much: {both_accept}");
+}
+
+#[test]
 fn overlapping_one_of_accepts_values_of_exactly_one_branch() {
     let groups = [
         json!([{"required": ["radius"]}, {"required": ["length", "width"]}]),

@@ -209,8 +209,9 @@ impl<'a> Converter<'a> {
         wf
     }
 
-    /// The keys and values of an unlisted member that fits `w`, where neither `w` nor `f`
-    /// has key schemas and `f`'s parts have at most [`MAX_PATTERN_REGIONS`] patterns:
+    /// The keys and values of an unlisted member that fits `w` (of any additional member,
+    /// with an empty witness), where neither `w` nor `f` has key schemas and `f`'s parts
+    /// have at most [`MAX_PATTERN_REGIONS`] patterns:
     /// keys outside `besides` matching every pattern of `w` and none of its excluded
     /// ones, cut into regions by the patterns of `f` they match; a region's values under
     /// `w`'s schemas and, for each part of `f`, the schemas of its patterns the keys
@@ -254,7 +255,8 @@ impl<'a> Converter<'a> {
             };
             let Some(key) = self.combination(&exprs, accepts, "pattern") else {
                 let ptr = w.matching.first().map_or(f.ptr.clone(), |(_, ptr)| ptr.clone());
-                let message = "keys of a member `not` requires are not expressible within the automaton limits";
+                let message =
+                    "keys cut by several patterns are not expressible within the automaton limits";
                 self.unsupported(ptr, message.into())?;
                 return Ok(None);
             };
@@ -1075,6 +1077,14 @@ impl<'a> Converter<'a> {
                 k
             };
             return Ok(Some(vec![(key, value)]));
+        }
+        let n_patterns: usize = f.obj_parts.iter().map(|p| p.patterns.len()).sum();
+        if pattern_parts.len() > 1
+            && f.property_names.is_empty()
+            && n_patterns <= MAX_PATTERN_REGIONS
+        {
+            // Several merged schemas with patterns: keys cut into regions by them all.
+            return self.witness_member(f, &Witness::default(), names, fallback, depth);
         }
         if pattern_parts.len() > 1 || !f.property_names.is_empty() {
             self.unsupported(
