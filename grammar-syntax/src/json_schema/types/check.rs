@@ -193,11 +193,7 @@ impl<'a> Converter<'a> {
                         fits = and3(fits, self.check_sub(v, value, depth)?);
                     }
                 }
-                found = match (found, fits) {
-                    (_, Some(true)) | (Some(true), _) => Some(true),
-                    (Some(false), Some(false)) => Some(false),
-                    _ => None,
-                };
+                found = or3(found, fits);
             }
             if found == Some(false) {
                 return Ok(Some(false));

@@ -810,7 +810,6 @@ impl<'a> Converter<'a> {
     }
 }
 
-/// The types a flat schema's values may have.
 /// Three-valued and: false wins, then unknown.
 fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
     match (a, b) {
@@ -820,6 +819,12 @@ fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
     }
 }
 
+/// Three-valued or: true wins, then unknown.
+fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    and3(a.map(|x| !x), b.map(|x| !x)).map(|x| !x)
+}
+
+/// The types a flat schema's values may have.
 fn effective_types(f: &Flat<'_>) -> u8 {
     match &f.values {
         Some(vs) => vs.iter().fold(0, |acc, v| acc | value_type(v)) & f.types,
