@@ -7,7 +7,8 @@
 //! exist. Every limit is explicit ([`Limits`]) and reported as [`CompileError::Limit`].
 
 use crate::automaton::dfa::DfaError;
-use crate::automaton::nfa::{Nfa, NfaError};
+use crate::automaton::nfa::{InPlace, Nfa, NfaError};
+use crate::automaton::right_linear::RightLinear;
 use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
 use crate::checks;
@@ -457,7 +458,8 @@ impl Compiler {
                     .then_some(&grammar.rules[r].body)
             })
             .collect();
-        for rule in &grammar.rules {
+        let linear = RightLinear::of(&grammar);
+        for (r, rule) in grammar.rules.iter().enumerate() {
             deadline.check("automaton construction")?;
             let mut intern = |set: &TokenSet| {
                 *token_index.entry(set.clone()).or_insert_with(|| {
@@ -466,28 +468,29 @@ impl Compiler {
                 })
             };
             let max = limits.max_automaton_states;
-            let splices: &[Option<&Expr>] =
-                if passes.keep_calls_in.contains(&rule.name) { &[] } else { &spliced };
-            let nfa =
-                Nfa::build(&rule.body, &classes, splices, max, &mut intern).map_err(
-                    |e| match e {
-                        NfaError::TooManyStates(max) => CompileError::Limit {
-                            name: LimitName::AutomatonStates.as_str(),
-                            message: format!(
-                                "rule `{}` needs more than {max} NFA states",
-                                rule.name
-                            ),
-                        },
-                        NfaError::Unlowered(what) => CompileError::Unsupported(format!(
-                            "rule `{}` still holds a {what} after the passes",
-                            rule.name
-                        )),
+            let keep_calls = passes.keep_calls_in.contains(&rule.name);
+            let splices: &[Option<&Expr>] = if keep_calls { &[] } else { &spliced };
+            // A rule whose calls are kept after a blow-up keeps its calls to linear rules too.
+            let in_place = (linear.is_entry(RuleId::new(r)) && !keep_calls).then_some(InPlace {
+                rule: RuleId::new(r),
+                linear: &linear,
+                rules: &grammar.rules,
+            });
+            let nfa = Nfa::build(&rule.body, &classes, splices, in_place, max, &mut intern)
+                .map_err(|e| match e {
+                    NfaError::TooManyStates(max) => CompileError::Limit {
+                        name: LimitName::AutomatonStates.as_str(),
+                        message: format!("rule `{}` needs more than {max} NFA states", rule.name),
                     },
-                )?;
+                    NfaError::Unlowered(what) => CompileError::Unsupported(format!(
+                        "rule `{}` still holds a {what} after the passes",
+                        rule.name
+                    )),
+                })?;
             let budget = limits.max_automaton_states.saturating_sub(total_states);
             // Work budget of subset construction: unbounded, except for a rule with
             // inlined bodies (see `PassConfig::inlined_work_factor`).
-            let work_budget = if passes.keep_calls_in.contains(&rule.name) {
+            let work_budget = if keep_calls {
                 usize::MAX
             } else {
                 nfa.len()

@@ -4,7 +4,7 @@
 use grammask_engine::mask_cache::counters::{self, Path};
 use grammask_engine::{CompileError, Compiler, MatchError, Matcher};
 use grammask_fuzz::rng::XorShift;
-use grammask_syntax::ir::{Expr, Grammar, GrammarBuilder};
+use grammask_syntax::ir::{Expr, Grammar, GrammarBuilder, RuleId};
 use grammask_tokenset::{bitmask_len, get_bit, Vocabulary};
 use std::sync::Arc;
 
@@ -1205,4 +1205,69 @@ fn every_string(alphabet: &[u8], max_len: u32) -> Vec<Vec<u8>> {
         }
     }
     out
+}
+
+/// Rules that refer to one another only where they end (a key pattern's complement, one
+/// rule per state of its automaton) are read as one automaton: the rule the object's
+/// members call holds the whole group and calls none of it. The masks are those of the
+/// reference matcher, which reads the rules as written.
+#[test]
+fn right_linear_rules_are_read_as_one_automaton() {
+    let v = vocab();
+    let grammar = schema_grammar(
+        r#"{"type": "object", "properties": {"ab": {"type": "integer"}},
+            "patternProperties": {"a.*x": {"type": "integer"}},
+            "additionalProperties": {"type": "string"}}"#,
+    );
+    let grammars = cached_plain_and_called(&v, &grammar);
+    for compiled in &grammars {
+        let g = compiled.grammar();
+        let member = |r: RuleId| g.rules[r.index()].name.starts_with("pattern-not");
+        let calls = |r: usize| {
+            let dfa = compiled.automaton(RuleId::new(r));
+            (0..dfa.len())
+                .flat_map(|s| dfa.calls(grammask_engine::StateId::new(s)).to_vec())
+                .map(|(callee, _)| callee)
+                .collect::<Vec<_>>()
+        };
+        let entries: Vec<RuleId> = (0..g.rules.len())
+            .filter(|&r| !member(RuleId::new(r)))
+            .flat_map(calls)
+            .filter(|&callee| member(callee))
+            .collect();
+        assert!(!entries.is_empty(), "the object's members call the key rules");
+        for entry in entries {
+            assert_eq!(
+                calls(entry.index()),
+                vec![],
+                "{} calls its group",
+                g.rules[entry.index()].name
+            );
+        }
+    }
+    // Walks, every mask checked against the reference.
+    let reference = grammask_fuzz::reference::Reference::new(&grammar, &v);
+    let mut rng = XorShift::new(0x5EED_0F_6A0F);
+    for _walk in 0..30 {
+        let mut matchers: Vec<Matcher> = grammars.iter().map(|g| Matcher::new(g.clone())).collect();
+        let mut state = reference.start().unwrap();
+        for _step in 0..40 {
+            let expected: Vec<u32> = (0..v.vocab_size() as u32)
+                .filter(|&id| {
+                    reference.step_token(&state, id).unwrap().is_some_and(|s| !s.is_dead())
+                })
+                .collect();
+            for m in &matchers {
+                assert_eq!(mask_of(m), expected);
+            }
+            if expected.is_empty() || matchers[0].is_terminated() {
+                break;
+            }
+            let id = *rng.pick(&expected);
+            state = reference.step_token(&state, id).unwrap().unwrap();
+            for m in &mut matchers {
+                m.accept_token(id).unwrap();
+            }
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! Per-rule byte automata.
 //!
 //! - [`nfa`]: Thompson construction from a lowered rule body.
+//! - [`right_linear`]: groups of rules that refer to one another only where they end,
+//!   each read as one automaton.
 //! - [`dfa`]: subset construction over byte classes, rule calls and token sets;
 //!   Hopcroft minimization; NFA states that cannot finish are left out of every state set.
 //!
@@ -9,6 +11,7 @@
 
 pub(crate) mod dfa;
 pub(crate) mod nfa;
+pub(crate) mod right_linear;
 
 pub use dfa::Dfa;
 

@@ -16,10 +16,11 @@
 //! one built into the same target steps into that one's entry: `x ("," x)*` (every
 //! array and object of a schema) holds `x` once.
 
+use super::right_linear::RightLinear;
 use super::{mix, SetHasher, TextBudget};
 use crate::ids::TokenSetId;
 use crate::passes::ClassTable;
-use grammask_syntax::ir::{Expr, RuleId};
+use grammask_syntax::ir::{Expr, Rule, RuleId};
 use grammask_syntax::text::TextTarget;
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -63,19 +64,38 @@ pub(crate) enum NfaError {
     Unlowered(&'static str),
 }
 
+/// The linear rules that an entry's automaton reads in place of its tail references to
+/// them ([`super::right_linear`]).
+#[derive(Clone, Copy)]
+pub(crate) struct InPlace<'e> {
+    /// The rule being built, an entry.
+    pub(crate) rule: RuleId,
+    /// The linear rules of the grammar.
+    pub(crate) linear: &'e RightLinear,
+    /// Every rule of the grammar, for the members' bodies.
+    pub(crate) rules: &'e [Rule],
+}
+
 impl Nfa {
     /// Builds the NFA of `body`, whose classes are in `classes`; `token_set` interns the
     /// token sets it meets. `spliced[r]`: the body of rule `r` when its references are
     /// spliced ([`crate::passes::is_spliced`]), read in their place: alone where the
-    /// reference is alone, its items among the items of a sequence holding it.
+    /// reference is alone, its items among the items of a sequence holding it. With
+    /// `in_place`, a reference that ends the rule, to a linear rule, moves into that
+    /// rule's body (built once, ending where the rule ends).
     pub(crate) fn build<'e>(
         body: &'e Expr,
         classes: &'e ClassTable,
         spliced: &'e [Option<&'e Expr>],
+        in_place: Option<InPlace<'e>>,
         max_states: usize,
         token_set: &mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
     ) -> Result<Nfa, NfaError> {
         let mut b = Builder {
+            in_place,
+            members: Vec::new(),
+            member_entries: HashMap::default(),
+            accept: 0,
             states: 0,
             edges: Vec::new(),
             max_states,
@@ -89,7 +109,19 @@ impl Nfa {
         };
         let start = b.state()?;
         let accept = b.state()?;
+        b.accept = accept;
+        if let Some(p) = in_place {
+            b.members.push((p.rule, start));
+            b.member_entries.insert(p.rule, start);
+        }
         b.expr(body, start, accept)?;
+        // The linear rules met, each built once (in a loop, not recursively: there may be
+        // thousands); building one may meet more.
+        let mut built = 1;
+        while let (Some(p), Some(&(rule, entry))) = (in_place, b.members.get(built)) {
+            built += 1;
+            b.build(&p.rules[rule.index()].body, entry, accept, true)?;
+        }
         // Edges grouped by source state, in the order they were added.
         let (offsets, list) = super::group_by_key(b.states as usize, &b.edges);
         let mut budget = Vec::new();
@@ -188,6 +220,16 @@ struct Builder<'a, 'e> {
     budgets: Vec<(std::ops::Range<NfaState>, TextBudget)>,
     /// Free texts built so far (each one's region).
     texts: u32,
+    /// See [`Nfa::build`].
+    in_place: Option<InPlace<'e>>,
+    /// The linear rules met so far, with their entry states, in the order met (so that
+    /// an undo forgets the ones whose states it removes); [`Nfa::build`] builds their
+    /// bodies after the rule's own.
+    members: Vec<(RuleId, NfaState)>,
+    /// The entry state of each member in `members`.
+    member_entries: HashMap<RuleId, NfaState>,
+    /// The accepting state: an item built into it ends the rule.
+    accept: NfaState,
 }
 
 impl<'e> Builder<'_, 'e> {
@@ -268,6 +310,23 @@ impl<'e> Builder<'_, 'e> {
         for key in self.built_log.drain(log..) {
             self.built.remove(&key);
         }
+        while let Some(&(rule, entry)) = self.members.last().filter(|m| m.1 >= states) {
+            self.members.pop();
+            self.member_entries.remove(&rule);
+            debug_assert!(entry >= states);
+        }
+    }
+
+    /// The entry state of linear rule `rule`'s body, built in place and ending where the
+    /// rule being built ends: one for every reference to it.
+    fn member_entry(&mut self, rule: RuleId) -> Result<NfaState, NfaError> {
+        if let Some(&entry) = self.member_entries.get(&rule) {
+            return Ok(entry);
+        }
+        let entry = self.state()?;
+        self.members.push((rule, entry));
+        self.member_entries.insert(rule, entry);
+        Ok(entry)
     }
 
     /// Adds states and edges so that paths from `from` to `to` spell `expr`; returns a
@@ -355,10 +414,17 @@ impl<'e> Builder<'_, 'e> {
                 }
                 hash
             }
-            Expr::Rule(rule) => {
-                self.edge(from, Edge::Call { rule: *rule, to });
-                mix(6, rule.index() as u64)
-            }
+            Expr::Rule(rule) => match self.in_place {
+                Some(p) if to == self.accept && p.linear.is_linear(*rule) => {
+                    let entry = self.member_entry(*rule)?;
+                    self.edge(from, Edge::Epsilon(entry));
+                    mix(10, rule.index() as u64)
+                }
+                _ => {
+                    self.edge(from, Edge::Call { rule: *rule, to });
+                    mix(6, rule.index() as u64)
+                }
+            },
             Expr::Tokens(set) => {
                 let id = (self.token_set)(set);
                 self.edge(from, Edge::Tokens { set: id, to });
@@ -468,7 +534,7 @@ mod tests {
     use super::*;
 
     fn build(e: &Expr) -> Nfa {
-        Nfa::build(e, &ClassTable::default(), &[], 1_000, &mut |_| TokenSetId(0)).unwrap()
+        Nfa::build(e, &ClassTable::default(), &[], None, 1_000, &mut |_| TokenSetId(0)).unwrap()
     }
 
     /// Whether the NFA spells `text` (bytes and epsilons only).

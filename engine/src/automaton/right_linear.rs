@@ -1,0 +1,211 @@
+//! Right-linear rules: rules that refer to others only where they end, reaching recursion
+//! that does the same, each read as one automaton where the rest of the grammar enters
+//! them.
+//!
+//! A regular language written as rules, one rule per state (`s0 ::= "" | [a-z] s1 | "A"
+//! s2`, as complements of patterns and hand-written right recursion are), needs no stack:
+//! a reference that ends its rule is a jump. Built as calls, every character of such a
+//! text would push a frame, and the token mask cache, which reads one callee at a time,
+//! would leave nearly every token to the stacks at each step inside it.
+//!
+//! The *linear* rules are the members of right-linear groups (strongly connected
+//! components of the reference graph, recursive, whose every reference between members
+//! is in tail position: the last item of a sequence, an alternative, never inside a
+//! repetition), and the rules whose every reference is in tail position to a linear rule
+//! (the states before such a loop). The automaton of a linear rule that a rule outside
+//! them refers to (an *entry*, or the root) reads every linear rule it reaches through
+//! tail references in place, so it calls none of them. The other linear rules keep
+//! automata of their own (with calls, as any rule), which nothing calls once every entry
+//! holds what it reaches.
+
+use grammask_syntax::analysis::strongly_connected;
+use grammask_syntax::ir::{Expr, Grammar, RuleId};
+
+/// The linear rules of a grammar and their entries.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RightLinear {
+    /// Per rule: whether it is linear.
+    linear: Vec<bool>,
+    /// Per rule: whether it is linear and something else refers to it (or it is the root).
+    entry: Vec<bool>,
+}
+
+impl RightLinear {
+    /// The linear rules of `grammar` (after the passes).
+    pub(crate) fn of(grammar: &Grammar) -> RightLinear {
+        let n = grammar.rules.len();
+        let adj: Vec<Vec<usize>> = grammar
+            .rules
+            .iter()
+            .map(|rule| {
+                let mut out = Vec::new();
+                rule.body.for_each_rule_ref(&mut |r| out.push(r.index()));
+                out.sort_unstable();
+                out.dedup();
+                out
+            })
+            .collect();
+        let mut linear = vec![false; n];
+        // Callees' components come first, so a rule's callees are decided before it.
+        for component in strongly_connected(&adj) {
+            if component.iter().any(|&r| grammar.rules[r].lookahead.is_some()) {
+                continue;
+            }
+            let recursive = component.len() > 1 || adj[component[0]].contains(&component[0]);
+            let member = |r: RuleId| component.contains(&r.index());
+            let qualifies = component.iter().all(|&r| {
+                let mut ok = true;
+                let mut refers = false;
+                references(&grammar.rules[r].body, true, &mut |callee, tail| {
+                    refers = true;
+                    ok &= if recursive {
+                        tail || !member(callee)
+                    } else {
+                        tail && linear[callee.index()]
+                    };
+                });
+                ok && refers
+            });
+            if qualifies {
+                for &r in &component {
+                    linear[r] = true;
+                }
+            }
+        }
+        let mut entry = vec![false; n];
+        entry[grammar.root.index()] = linear[grammar.root.index()];
+        for (r, rule) in grammar.rules.iter().enumerate() {
+            if linear[r] {
+                continue;
+            }
+            rule.body.for_each_rule_ref(&mut |callee| {
+                if linear[callee.index()] {
+                    entry[callee.index()] = true;
+                }
+            });
+        }
+        RightLinear { linear, entry }
+    }
+
+    /// Whether the automaton of `rule` reads the linear rules it reaches in place.
+    pub(crate) fn is_entry(&self, rule: RuleId) -> bool {
+        self.entry.get(rule.index()).copied().unwrap_or(false)
+    }
+
+    /// Whether `rule` is linear.
+    pub(crate) fn is_linear(&self, rule: RuleId) -> bool {
+        self.linear.get(rule.index()).copied().unwrap_or(false)
+    }
+}
+
+/// Calls `f` with every rule reference of `expr` and whether it is in tail position (what
+/// the rule matches ends with it), given whether `expr` itself is.
+fn references(expr: &Expr, tail: bool, f: &mut impl FnMut(RuleId, bool)) {
+    match expr {
+        Expr::Rule(r) => f(*r, tail),
+        Expr::Seq(items) => {
+            let last = items.len().saturating_sub(1);
+            for (i, item) in items.iter().enumerate() {
+                references(item, tail && i == last, f);
+            }
+        }
+        Expr::Choice(alternatives) => {
+            for alternative in alternatives {
+                references(alternative, tail, f);
+            }
+        }
+        Expr::Repeat { expr, .. } => references(expr, false, f),
+        Expr::Empty
+        | Expr::Bytes(_)
+        | Expr::Class(_)
+        | Expr::ByteRanges(_)
+        | Expr::Tokens(_)
+        | Expr::Text(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grammask_syntax::ir::GrammarBuilder;
+
+    fn grammar(rules: &[(&str, fn(&dyn Fn(&str) -> Expr) -> Expr)]) -> Grammar {
+        let mut b = GrammarBuilder::new();
+        let ids: Vec<RuleId> = rules.iter().map(|(name, _)| b.declare(name)).collect();
+        let by_name = |name: &str| {
+            let i = rules.iter().position(|(n, _)| *n == name).expect("a declared rule");
+            Expr::Rule(ids[i])
+        };
+        for (i, (_, body)) in rules.iter().enumerate() {
+            b.define(ids[i], body(&by_name));
+        }
+        b.finish(ids[0]).expect("a valid grammar")
+    }
+
+    #[test]
+    fn rules_referring_to_one_another_at_their_ends_form_a_group_entered_from_outside() {
+        let g = grammar(&[
+            ("root", |r| Expr::seq(vec![Expr::literal("\""), r("a"), Expr::literal("\"")])),
+            ("a", |r| {
+                Expr::choice(vec![
+                    Expr::Empty,
+                    Expr::seq(vec![Expr::literal("x"), r("b")]),
+                    Expr::seq(vec![Expr::literal("y"), r("a")]),
+                ])
+            }),
+            ("b", |r| {
+                Expr::choice(vec![Expr::literal("z"), Expr::seq(vec![Expr::literal("x"), r("a")])])
+            }),
+        ]);
+        let linear = RightLinear::of(&g);
+        let id = |name: &str| RuleId::new(g.rules.iter().position(|r| r.name == name).unwrap());
+        assert!(!linear.is_linear(id("root")));
+        assert!(linear.is_linear(id("a")) && linear.is_linear(id("b")));
+        // `a` is entered from `root`; `b` only from inside the group.
+        assert!(linear.is_entry(id("a")));
+        assert!(!linear.is_entry(id("b")));
+    }
+
+    #[test]
+    fn rules_leading_into_a_group_at_their_ends_are_linear_and_leaves_are_not() {
+        let g = grammar(&[
+            ("root", |r| Expr::seq(vec![r("pre"), Expr::literal(":"), r("leaf")])),
+            ("pre", |r| Expr::choice(vec![Expr::seq(vec![Expr::literal("p"), r("a")]), r("a")])),
+            ("a", |r| Expr::choice(vec![Expr::Empty, Expr::seq(vec![Expr::literal("y"), r("a")])])),
+            ("leaf", |_| Expr::literal("z")),
+        ]);
+        let linear = RightLinear::of(&g);
+        let id = |name: &str| RuleId::new(g.rules.iter().position(|r| r.name == name).unwrap());
+        assert!(linear.is_linear(id("pre")) && linear.is_entry(id("pre")));
+        assert!(linear.is_linear(id("a")) && !linear.is_entry(id("a")));
+        assert!(!linear.is_linear(id("leaf")) && !linear.is_linear(id("root")));
+    }
+
+    #[test]
+    fn a_reference_before_more_input_or_inside_a_repetition_is_no_jump() {
+        // `a` refers to itself before a closing parenthesis: a real recursion.
+        let nested = grammar(&[
+            ("root", |r| r("a")),
+            ("a", |r| {
+                Expr::choice(vec![
+                    Expr::literal("x"),
+                    Expr::seq(vec![Expr::literal("("), r("a"), Expr::literal(")")]),
+                ])
+            }),
+        ]);
+        assert!(!RightLinear::of(&nested).is_linear(RuleId::new(1)));
+        let repeated = grammar(&[
+            ("root", |r| r("a")),
+            ("a", |r| {
+                Expr::choice(vec![
+                    Expr::literal("x"),
+                    Expr::seq(vec![
+                        Expr::literal("["),
+                        Expr::Repeat { expr: Box::new(r("a")), min: 0, max: None },
+                    ]),
+                ])
+            }),
+        ]);
+        assert!(!RightLinear::of(&repeated).is_linear(RuleId::new(1)));
+    }
+}
