@@ -34,6 +34,7 @@ mod extract;
 
 mod maskbench_cmd;
 mod plot;
+mod plot_ttfm;
 mod scaling;
 mod timing;
 
@@ -125,7 +126,7 @@ enum Command {
         /// `bench-suite/scripts/xgrammar_steps.py`.
         #[arg(long, requires = "vocab")]
         export_steps: Option<PathBuf>,
-        /// Write every (schema, engine) answer with its step times (JSONL).
+        /// Write every (schema, engine) answer with its schema size and step times (JSONL).
         #[arg(long, requires = "vocab")]
         details: Option<PathBuf>,
         /// Only files whose name contains this.
@@ -170,6 +171,19 @@ enum Command {
         /// Output SVG.
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Plots cold TTFM against schema size (log-log, with each engine's median per
+    /// doubling of size) over the schemas every engine compiled, from `maskbench --details`,
+    /// and prints each engine's TTFM percentiles with the ratios grammask / other.
+    PlotTtfm {
+        /// The details JSONL (`maskbench --vocab V --details FILE`).
+        details: PathBuf,
+        /// Output SVG.
+        #[arg(long)]
+        out: PathBuf,
+        /// Engines to compare, comma-separated (default: every engine of the file).
+        #[arg(long)]
+        engines: Option<String>,
     },
     /// (internal) A timing worker: answers one job per stdin line.
     #[command(hide = true)]
@@ -310,6 +324,16 @@ fn main() {
                 1
             }
         },
+        Command::PlotTtfm { details, out, engines } => {
+            let list = engines.as_deref().map(engine_list).unwrap_or_default();
+            match plot_ttfm::run(&details, &list, &out) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("grammask-bench: {e}");
+                    1
+                }
+            }
+        }
         Command::Worker { engine, vocab, mem_mb, grammar_cache_mb } => {
             timing::worker_main(&engine, &vocab, mem_mb, grammar_cache_mb)
         }

@@ -258,7 +258,8 @@ pub struct TimingOptions {
     pub grammar_cache_mb: usize,
     /// Write the vocabulary, schemas and token sequences here (JSONL).
     pub export_steps: Option<std::path::PathBuf>,
-    /// Write every (file, engine) answer with its step times here (JSONL).
+    /// Write every (file, engine) answer with its schema's size and step times here
+    /// (JSONL).
     pub details: Option<std::path::PathBuf>,
     /// Print each job as it finishes.
     pub progress: bool,
@@ -467,6 +468,7 @@ pub fn run(files: &[std::path::PathBuf], o: &TimingOptions) -> Result<Value, Str
                         let mut d = v.clone();
                         d["file"] = json!(job.name);
                         d["engine"] = json!(engine);
+                        d["schema_bytes"] = json!(job.schema_bytes);
                         details.push(d);
                     }
                     parse_answer(v)
@@ -477,8 +479,10 @@ pub fn run(files: &[std::path::PathBuf], o: &TimingOptions) -> Result<Value, Str
             };
             if o.details.is_some() && !matches!(outcome, Some(JobOutcome::Answered(_))) {
                 let what = if matches!(r, Result1::TimedOut) { "timeout" } else { "crash" };
-                details
-                    .push(json!({"file": job.name, "engine": engine, "ok": false, "error": what}));
+                details.push(json!({
+                    "file": job.name, "engine": engine, "schema_bytes": job.schema_bytes,
+                    "ok": false, "error": what,
+                }));
             }
             row.push(r);
         }
