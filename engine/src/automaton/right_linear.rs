@@ -129,7 +129,10 @@ mod tests {
     use super::*;
     use grammask_syntax::ir::GrammarBuilder;
 
-    fn grammar(rules: &[(&str, fn(&dyn Fn(&str) -> Expr) -> Expr)]) -> Grammar {
+    /// A rule's body, given a way to refer to the rules by name.
+    type Body = fn(&dyn Fn(&str) -> Expr) -> Expr;
+
+    fn grammar(rules: &[(&str, Body)]) -> Grammar {
         let mut b = GrammarBuilder::new();
         let ids: Vec<RuleId> = rules.iter().map(|(name, _)| b.declare(name)).collect();
         let by_name = |name: &str| {
