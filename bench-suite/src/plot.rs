@@ -77,13 +77,21 @@ pub fn run(result: &Path, extra: &[PathBuf], out: &Path) -> Result<(), String> {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
     }
+    finish(&mut chart, &root, SeriesLabelPosition::LowerRight)
+}
+
+/// Draws `chart`'s legend at `position` on a light box and writes the file of `root`.
+pub(crate) fn finish<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
 }

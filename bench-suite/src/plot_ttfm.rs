@@ -241,15 +241,7 @@ fn draw(common: &Common, out: &Path) -> Result<(), String> {
         .map_err(|e| err(&e))?
         .label("line: median per doubling of size")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    crate::plot::finish(&mut chart, &root, SeriesLabelPosition::UpperLeft)
 }
 
 #[cfg(test)]
