@@ -287,12 +287,24 @@ impl Expr {
 
     /// Calls `f` on every rule this expression refers to directly.
     pub fn for_each_rule_ref(&self, f: &mut impl FnMut(RuleId)) {
+        self.for_each_rule_ref_at_end(false, &mut |id, _| f(id));
+    }
+
+    /// Calls `f` on every rule this expression refers to directly, with whether the
+    /// reference is in tail position (nothing is read after it: the last item of a
+    /// sequence, an alternative, never inside a repetition), given whether the expression
+    /// itself is (`at_end`).
+    pub fn for_each_rule_ref_at_end(&self, at_end: bool, f: &mut impl FnMut(RuleId, bool)) {
         match self {
-            Expr::Rule(id) => f(*id),
-            Expr::Seq(items) | Expr::Choice(items) => {
-                items.iter().for_each(|e| e.for_each_rule_ref(f))
+            Expr::Rule(id) => f(*id, at_end),
+            Expr::Seq(items) => {
+                let last = items.len().saturating_sub(1);
+                for (i, item) in items.iter().enumerate() {
+                    item.for_each_rule_ref_at_end(at_end && i == last, f);
+                }
             }
-            Expr::Repeat { expr, .. } => expr.for_each_rule_ref(f),
+            Expr::Choice(items) => items.iter().for_each(|e| e.for_each_rule_ref_at_end(at_end, f)),
+            Expr::Repeat { expr, .. } => expr.for_each_rule_ref_at_end(false, f),
             Expr::Empty
             | Expr::Bytes(_)
             | Expr::Class(_)

@@ -310,10 +310,9 @@ impl<'e> Builder<'_, 'e> {
         for key in self.built_log.drain(log..) {
             self.built.remove(&key);
         }
-        while let Some(&(rule, entry)) = self.members.last().filter(|m| m.1 >= states) {
+        while let Some(&(rule, _)) = self.members.last().filter(|m| m.1 >= states) {
             self.members.pop();
             self.member_entries.remove(&rule);
-            debug_assert!(entry >= states);
         }
     }
 

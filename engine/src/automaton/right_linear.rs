@@ -18,8 +18,8 @@
 //! automata of their own (with calls, as any rule), which nothing calls once every entry
 //! holds what it reaches.
 
-use grammask_syntax::analysis::strongly_connected;
-use grammask_syntax::ir::{Expr, Grammar, RuleId};
+use crate::passes::strongly_connected;
+use grammask_syntax::ir::{Grammar, RuleId};
 
 /// The linear rules of a grammar and their entries.
 #[derive(Clone, Debug, Default)]
@@ -34,20 +34,10 @@ impl RightLinear {
     /// The linear rules of `grammar` (after the passes).
     pub(crate) fn of(grammar: &Grammar) -> RightLinear {
         let n = grammar.rules.len();
-        let adj: Vec<Vec<usize>> = grammar
-            .rules
-            .iter()
-            .map(|rule| {
-                let mut out = Vec::new();
-                rule.body.for_each_rule_ref(&mut |r| out.push(r.index()));
-                out.sort_unstable();
-                out.dedup();
-                out
-            })
-            .collect();
+        let (components, adj, _) = strongly_connected(grammar);
         let mut linear = vec![false; n];
         // Callees' components come first, so a rule's callees are decided before it.
-        for component in strongly_connected(&adj) {
+        for component in components {
             if component.iter().any(|&r| grammar.rules[r].lookahead.is_some()) {
                 continue;
             }
@@ -56,7 +46,7 @@ impl RightLinear {
             let qualifies = component.iter().all(|&r| {
                 let mut ok = true;
                 let mut refers = false;
-                references(&grammar.rules[r].body, true, &mut |callee, tail| {
+                grammar.rules[r].body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
                     refers = true;
                     ok &= if recursive {
                         tail || !member(callee)
@@ -74,15 +64,10 @@ impl RightLinear {
         }
         let mut entry = vec![false; n];
         entry[grammar.root.index()] = linear[grammar.root.index()];
-        for (r, rule) in grammar.rules.iter().enumerate() {
-            if linear[r] {
-                continue;
+        for (callees, _) in adj.iter().zip(&linear).filter(|&(_, &l)| !l) {
+            for &callee in callees {
+                entry[callee] |= linear[callee];
             }
-            rule.body.for_each_rule_ref(&mut |callee| {
-                if linear[callee.index()] {
-                    entry[callee.index()] = true;
-                }
-            });
         }
         RightLinear { linear, entry }
     }
@@ -98,36 +83,10 @@ impl RightLinear {
     }
 }
 
-/// Calls `f` with every rule reference of `expr` and whether it is in tail position (what
-/// the rule matches ends with it), given whether `expr` itself is.
-fn references(expr: &Expr, tail: bool, f: &mut impl FnMut(RuleId, bool)) {
-    match expr {
-        Expr::Rule(r) => f(*r, tail),
-        Expr::Seq(items) => {
-            let last = items.len().saturating_sub(1);
-            for (i, item) in items.iter().enumerate() {
-                references(item, tail && i == last, f);
-            }
-        }
-        Expr::Choice(alternatives) => {
-            for alternative in alternatives {
-                references(alternative, tail, f);
-            }
-        }
-        Expr::Repeat { expr, .. } => references(expr, false, f),
-        Expr::Empty
-        | Expr::Bytes(_)
-        | Expr::Class(_)
-        | Expr::ByteRanges(_)
-        | Expr::Tokens(_)
-        | Expr::Text(_) => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grammask_syntax::ir::GrammarBuilder;
+    use grammask_syntax::ir::{Expr, GrammarBuilder};
 
     /// A rule's body, given a way to refer to the rules by name.
     type Body = fn(&dyn Fn(&str) -> Expr) -> Expr;

@@ -277,7 +277,9 @@ fn substitute(
 
 /// The call graph's strongly connected components, callees first, the graph (through
 /// bodies), and the references to each rule (bodies and lookaheads, each counted).
-fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>) {
+pub(crate) fn strongly_connected(
+    grammar: &Grammar,
+) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>) {
     let mut refs = vec![0usize; grammar.rules.len()];
     let graph: Vec<Vec<usize>> = grammar
         .rules

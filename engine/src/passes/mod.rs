@@ -11,6 +11,7 @@ mod remove_dead_rules;
 
 pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
+pub(crate) use inline_rules::strongly_connected;
 pub use inline_rules::{
     inline_rules, is_counted_run, is_escape, is_spliced, recursive_rules, stays_call,
     COUNTED_RUN_MIN,
