@@ -14,7 +14,7 @@ use crate::cache::GrammarCache;
 use crate::checks;
 use crate::deadline::Deadline;
 use crate::error::CompileError;
-use crate::ids::TokenSetId;
+use crate::ids::{StateId, TokenSetId};
 use crate::mask_cache::MaskCache;
 use crate::passes::{self, PassConfig};
 use crate::stack::{Position, Stack};
@@ -448,7 +448,7 @@ impl Compiler {
         }
         let mut token_sets: Vec<TokenSet> = Vec::new();
         let mut token_index: HashMap<TokenSet, TokenSetId> = HashMap::new();
-        let mut automata = Vec::with_capacity(grammar.rules.len());
+        let mut automata: Vec<Option<Dfa>> = (0..grammar.rules.len()).map(|_| None).collect();
         let mut total_states = 0usize;
         // The bodies of spliced rules, read where they are referred to (but in rules whose
         // references all stay calls).
@@ -459,7 +459,15 @@ impl Compiler {
             })
             .collect();
         let linear = RightLinear::of(&grammar);
-        for (r, rule) in grammar.rules.iter().enumerate() {
+        // Only the rules some automaton calls are built, from the root on: the others
+        // (spliced rules, linear rules read in place by their entries, rules inlined
+        // everywhere they are called) get the automaton of the empty string, which no
+        // state reaches.
+        let mut reached = vec![false; grammar.rules.len()];
+        reached[grammar.root.index()] = true;
+        let mut to_build = vec![grammar.root.index()];
+        while let Some(r) = to_build.pop() {
+            let rule = &grammar.rules[r];
             deadline.check("automaton construction")?;
             let mut intern = |set: &TokenSet| {
                 *token_index.entry(set.clone()).or_insert_with(|| {
@@ -518,8 +526,17 @@ impl Compiler {
                     }
                 };
             total_states += dfa.len();
-            automata.push(dfa);
+            for s in 0..dfa.len() {
+                for &(callee, _) in dfa.calls(StateId::new(s)) {
+                    if !std::mem::replace(&mut reached[callee.index()], true) {
+                        to_build.push(callee.index());
+                    }
+                }
+            }
+            automata[r] = Some(dfa);
         }
+        let automata: Vec<Dfa> =
+            automata.into_iter().map(|a| a.unwrap_or_else(Dfa::unreached)).collect();
         checks::check_token_ids(&token_sets, self.vocab.vocab_size())?;
         if !all_productive {
             checks::check_productive(&grammar)?;

@@ -14,9 +14,8 @@
 //! repetition), and the rules whose every reference is in tail position to a linear rule
 //! (the states before such a loop). The automaton of a linear rule that a rule outside
 //! them refers to (an *entry*, or the root) reads every linear rule it reaches through
-//! tail references in place, so it calls none of them. The other linear rules keep
-//! automata of their own (with calls, as any rule), which nothing calls once every entry
-//! holds what it reaches.
+//! tail references in place, so it calls none of them. The other linear rules get no
+//! automaton of their own (the compiler builds only what some automaton calls).
 
 use crate::passes::strongly_connected;
 use grammask_syntax::ir::{Grammar, RuleId};

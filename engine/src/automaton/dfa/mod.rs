@@ -127,6 +127,15 @@ impl Dfa {
         }
     }
 
+    /// The automaton of a rule no state calls (see the compiler): one accepting state
+    /// that reads nothing, the empty string's.
+    pub(crate) fn unreached() -> Dfa {
+        let mut dfa = Dfa::empty([0; 256], 1);
+        dfa.push_state(0, &[], true, [], []);
+        dfa.reads_input = vec![false];
+        dfa
+    }
+
     /// Adds a state: the targets of its byte classes from `lo` on (the first and the
     /// last of them not `DEAD`, or none), whether the rule may end there, its calls and
     /// its token-set edges.
