@@ -324,6 +324,25 @@ impl Expr {
             _ => 0,
         }
     }
+
+    /// The nodes of [`Expr::size`] with each bounded repetition counted as many times as
+    /// its largest count (`x{2,255}`: 255 copies of `x`), as an automaton holds them: a
+    /// measure of the states a copy of the expression costs.
+    pub fn weight(&self) -> usize {
+        1 + match self {
+            Expr::Seq(items) | Expr::Choice(items) => {
+                items.iter().fold(0usize, |sum, e| sum.saturating_add(e.weight()))
+            }
+            Expr::Repeat { expr, min, max } => expr.weight().saturating_mul(copies(*min, *max)),
+            _ => self.size() - 1,
+        }
+    }
+}
+
+/// The copies of its body an automaton holds for a repetition `min..=max` (`None`:
+/// unbounded, whose last copy loops).
+pub fn copies(min: u32, max: Option<u32>) -> usize {
+    max.unwrap_or(min).max(1) as usize
 }
 
 /// A named rule.
@@ -509,6 +528,17 @@ mod tests {
             any::<char>(),
             (0u32..0x80).prop_map(|c| char::from_u32(c).unwrap_or('a')),
         ]
+    }
+
+    #[test]
+    fn weight_counts_the_copies_of_bounded_repetitions() {
+        let pair = Expr::seq(vec![Expr::literal("a"), Expr::class(false, vec![('0', '9')])]);
+        assert_eq!(pair.size(), 3);
+        assert_eq!(pair.weight(), 3);
+        assert_eq!(Expr::repeat(pair.clone(), 2, Some(255)).weight(), 1 + 3 * 255);
+        assert_eq!(Expr::repeat(pair.clone(), 0, None).weight(), 1 + 3);
+        assert_eq!(Expr::repeat(pair.clone(), 4, None).weight(), 1 + 3 * 4);
+        assert_eq!(Expr::repeat(pair, 2, Some(255)).size(), 4);
     }
 
     proptest! {

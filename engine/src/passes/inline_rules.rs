@@ -7,8 +7,14 @@
 //! the call graph) are never inlined, so the pushdown stack only holds what recursion
 //! needs, and a grammar without recursion usually becomes a single automaton.
 //!
-//! The whole grammar grows by inlining to at most [`PassConfig::inline_max_total`] nodes,
-//! bodies of at most [`ALWAYS_INLINED_SIZE`] nodes aside (always inlined).
+//! Sizes are weights ([`Expr::weight`]): IR nodes, with each bounded repetition counted
+//! once per count, as automata hold its copies. A string of `maxLength: 255` is a few
+//! hundred nodes but thousands of automaton states; measured by its nodes, it would be
+//! copied into every continuation of an object's optional members.
+//!
+//! The whole grammar grows by inlining to a weight of at most
+//! [`PassConfig::inline_max_total`], bodies of weight at most [`ALWAYS_INLINED_SIZE`]
+//! aside (always inlined).
 //!
 //! Callees are processed before callers (strongly connected components come out in that
 //! order), so an inlined body is already inlined itself.
@@ -36,7 +42,7 @@ use super::fuse_sequences::fuse_top;
 use super::PassConfig;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
 
-/// Bodies at most this large (IR nodes) are inlined even past the caller's budget and
+/// Bodies at most this large (weight) are inlined even past the caller's budget and
 /// the grammar's room: JSON whitespace (`ws`, 11 nodes) is called after every value of
 /// a schema, and a large schema whose room went to its large rules would otherwise keep
 /// it a call there, every token after a value then depending on the stack. Each such
@@ -157,7 +163,7 @@ fn on_cycles(sccs: &[Vec<usize>], graph: &[Vec<usize>]) -> Vec<bool> {
 pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let (sccs, graph, mut refs) = strongly_connected(&grammar);
     let recursive = on_cycles(&sccs, &graph);
-    let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.size()).collect();
+    let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
     let spliced: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
     // The whole grammar may grow to `inline_max_total` nodes (or stays as large as it
@@ -173,7 +179,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 continue;
             }
             let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
-            debug_assert_eq!(sizes[r], body.size());
+            debug_assert_eq!(sizes[r], body.weight());
             let mut budget = config.inline_max_caller_size.saturating_sub(sizes[r]);
             budget = budget.min(room);
             let granted = budget;
@@ -185,7 +191,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 inlined: 0,
                 over: 0,
             };
-            substitute(&mut body, &mut ctx, &sizes, config, &mut budget);
+            substitute(&mut body, &mut ctx, &sizes, config, &mut budget, 1);
             // Each callee body inlined (`size` nodes, taken from the budget) replaced one
             // reference node; fusion where bodies landed may have saved a few more (the
             // size kept is an upper bound, which only makes the budgets stricter).
@@ -193,7 +199,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
             room = room.saturating_sub(ctx.over);
             sizes[r] += granted - budget + ctx.over;
             sizes[r] -= ctx.inlined;
-            debug_assert!(sizes[r] >= body.size());
+            debug_assert!(sizes[r] >= body.weight());
             grammar.rules[r].body = body;
         }
     }
@@ -225,24 +231,28 @@ fn substitute(
     sizes: &[usize],
     config: &PassConfig,
     budget: &mut usize,
+    copies: usize,
 ) -> bool {
     match expr {
         Expr::Rule(r) => {
             let i = r.index();
             let size = sizes[i];
+            // What the copies of the body cost the caller: one per copy of the reference
+            // a repetition around it makes.
+            let cost = size.saturating_mul(copies);
             let callee = &mut ctx.rules[i];
             if !ctx.recursive[i]
                 && callee.lookahead.is_none()
                 && !stays_call(callee)
                 && size <= config.inline_max_rule_size
-                && (size <= *budget || size <= ALWAYS_INLINED_SIZE)
+                && (cost <= *budget || size <= ALWAYS_INLINED_SIZE)
             {
-                if size <= *budget {
-                    *budget -= size;
+                if cost <= *budget {
+                    *budget -= cost;
                 } else {
-                    ctx.over += size;
+                    ctx.over = ctx.over.saturating_add(cost);
                 }
-                ctx.inlined += 1;
+                ctx.inlined += copies;
                 if ctx.spliced[i] {
                     // The reference stays: automata read the body in its place.
                     return false;
@@ -259,7 +269,7 @@ fn substitute(
         Expr::Seq(items) | Expr::Choice(items) => {
             let mut landed = false;
             for item in items {
-                landed |= substitute(item, ctx, sizes, config, budget);
+                landed |= substitute(item, ctx, sizes, config, budget, copies);
             }
             if landed {
                 // (It may become an item its parent must flatten: a sequence of one choice.)
@@ -267,8 +277,9 @@ fn substitute(
             }
             landed
         }
-        Expr::Repeat { expr, .. } => {
-            substitute(expr, ctx, sizes, config, budget);
+        Expr::Repeat { expr, min, max } => {
+            let copies = copies.saturating_mul(grammask_syntax::ir::copies(*min, *max));
+            substitute(expr, ctx, sizes, config, budget, copies);
             false
         }
         _ => false,
@@ -344,6 +355,32 @@ mod tests {
         g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
         // Two calls of `esc` of its own, two inside the inlined copies of `calls`.
         assert_eq!(refs, vec![esc; 4]);
+    }
+
+    /// A body referred to inside a bounded repetition costs the caller one copy per count:
+    /// it is inlined while its copies fit the caller's budget, and stays a call past it.
+    #[test]
+    fn copies_in_a_repetition_count_against_the_budget() {
+        let inlined = |count: u32| {
+            let mut b = GrammarBuilder::new();
+            let root = b.declare("root");
+            let item = b.declare("item");
+            let words: Vec<Expr> = (0..20).map(|i| Expr::literal(&format!("w{i}"))).collect();
+            b.define(item, Expr::choice(words));
+            b.define(root, Expr::repeat(Expr::Rule(item), 0, Some(count)));
+            let grammar = b.finish(root).unwrap();
+            let size = grammar.rules[item.index()].body.weight();
+            assert!(size == 21 && size > ALWAYS_INLINED_SIZE);
+            let config = PassConfig { inline_max_caller_size: 100, ..PassConfig::default() };
+            let g = inline_rules(grammar, &config);
+            let mut refs = 0;
+            g.rules[root.index()].body.for_each_rule_ref(&mut |_| refs += 1);
+            refs == 0
+        };
+        // The caller (a repetition and a reference: weight 1 + count) has 100 - 1 - count
+        // left for copies of 21 nodes each.
+        assert!(inlined(4));
+        assert!(!inlined(5));
     }
 
     /// The bounded count stops where [`Expr::size`] would pass the limit, and agrees with it.

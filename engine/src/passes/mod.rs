@@ -28,12 +28,15 @@ use grammask_syntax::ir::Grammar;
 /// Settings of the pass pipeline.
 #[derive(Clone, Debug)]
 pub struct PassConfig {
-    /// Largest body (in IR nodes) of a non-recursive rule that is copied into its callers.
+    /// Largest body (its [`Expr::weight`](grammask_syntax::ir::Expr::weight): IR nodes,
+    /// a bounded repetition's copies counted) of a non-recursive rule that is copied into
+    /// its callers.
     pub inline_max_rule_size: usize,
-    /// Largest body (in IR nodes) a caller may grow to by inlining.
+    /// Largest weight a caller may grow to by inlining; a body copied inside a bounded
+    /// repetition costs it once per count.
     pub inline_max_caller_size: usize,
-    /// Largest size (in IR nodes) the whole grammar may grow to by inlining (a larger
-    /// grammar does not grow at all).
+    /// Largest weight the whole grammar may grow to by inlining (a larger grammar does
+    /// not grow at all).
     pub inline_max_total: usize,
     /// Rules (by name) whose references to other rules stay calls: no body is inlined
     /// into them. The compiler adds a rule here when inlining made its automaton blow
