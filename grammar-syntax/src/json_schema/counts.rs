@@ -38,8 +38,8 @@ impl Converter<'_> {
         }
         let name = self.b.fresh_name("chunk");
         let chunk = self.b.declare(&name);
-        // Written out, not as `x{CHUNK}`: the engine measures a body by its IR nodes, and
-        // a repetition node does not count its copies.
+        // Written out as `CHUNK` items, as the in-place first chunk below is (the
+        // inliner weighs `x{CHUNK}` the same: `Expr::weight`).
         self.b.define(chunk, Expr::Seq(vec![x.clone(); CHUNK as usize]));
         let exact = |n: u32| {
             let (q, r) = (n / CHUNK, n % CHUNK);
