@@ -328,14 +328,16 @@ impl Expr {
     /// The nodes of [`Expr::size`] with each bounded repetition counted as many times as
     /// its largest count (`x{2,255}`: 255 copies of `x`), as an automaton holds them: a
     /// measure of the states a copy of the expression costs.
+    /// Saturates at `usize::MAX` (repetitions nested with huge counts).
     pub fn weight(&self) -> usize {
-        1 + match self {
+        let below = match self {
             Expr::Seq(items) | Expr::Choice(items) => {
                 items.iter().fold(0usize, |sum, e| sum.saturating_add(e.weight()))
             }
             Expr::Repeat { expr, min, max } => expr.weight().saturating_mul(copies(*min, *max)),
             _ => self.size() - 1,
-        }
+        };
+        below.saturating_add(1)
     }
 }
 
@@ -538,7 +540,9 @@ mod tests {
         assert_eq!(Expr::repeat(pair.clone(), 2, Some(255)).weight(), 1 + 3 * 255);
         assert_eq!(Expr::repeat(pair.clone(), 0, None).weight(), 1 + 3);
         assert_eq!(Expr::repeat(pair.clone(), 4, None).weight(), 1 + 3 * 4);
-        assert_eq!(Expr::repeat(pair, 2, Some(255)).size(), 4);
+        assert_eq!(Expr::repeat(pair.clone(), 2, Some(255)).size(), 4);
+        let huge = |e: Expr| Expr::repeat(e, 0, Some(u32::MAX));
+        assert_eq!(huge(huge(huge(pair))).weight(), usize::MAX);
     }
 
     proptest! {

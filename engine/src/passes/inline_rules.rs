@@ -168,7 +168,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
     // The whole grammar may grow to `inline_max_total` nodes (or stays as large as it
     // is): copies of rules called from many places must not multiply its size.
-    let total: usize = sizes.iter().sum();
+    let total = sizes.iter().fold(0usize, |sum, &w| sum.saturating_add(w));
     let mut room = config.inline_max_total.saturating_sub(total);
     // The body of a rule referred to once moves into its one caller instead of being
     // copied (the rule is dead after); the root is never moved.
@@ -196,10 +196,11 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
             // reference node; fusion where bodies landed may have saved a few more (the
             // size kept is an upper bound, which only makes the budgets stricter).
             room -= granted - budget;
+            // (Weights saturate: repetitions nested with huge counts.)
             room = room.saturating_sub(ctx.over);
-            sizes[r] += granted - budget + ctx.over;
-            sizes[r] -= ctx.inlined;
-            debug_assert!(sizes[r] >= body.weight());
+            sizes[r] = sizes[r].saturating_add(granted - budget).saturating_add(ctx.over);
+            sizes[r] = sizes[r].saturating_sub(ctx.inlined);
+            debug_assert!(sizes[r] >= body.weight() || body.weight() == usize::MAX);
             grammar.rules[r].body = body;
         }
     }
@@ -252,7 +253,7 @@ fn substitute(
                 } else {
                     ctx.over = ctx.over.saturating_add(cost);
                 }
-                ctx.inlined += copies;
+                ctx.inlined = ctx.inlined.saturating_add(copies);
                 if ctx.spliced[i] {
                     // The reference stays: automata read the body in its place.
                     return false;
@@ -381,6 +382,28 @@ mod tests {
         // left for copies of 21 nodes each.
         assert!(inlined(4));
         assert!(!inlined(5));
+    }
+
+    /// Repetitions nested with huge counts saturate the weights: the body stays a call,
+    /// and nothing overflows.
+    #[test]
+    fn huge_nested_counts_saturate() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let item = b.declare("item");
+        let words: Vec<Expr> = (0..20).map(|i| Expr::literal(&format!("w{i}"))).collect();
+        b.define(item, Expr::choice(words));
+        let huge = |e: Expr| Expr::repeat(e, 0, Some(u32::MAX));
+        let tiny = b.declare("tiny");
+        b.define(tiny, Expr::literal("t"));
+        let body =
+            Expr::seq(vec![huge(huge(huge(Expr::Rule(item)))), huge(huge(Expr::Rule(tiny)))]);
+        b.define(root, body);
+        let g = inline_rules(b.finish(root).unwrap(), &PassConfig::default());
+        let mut refs = Vec::new();
+        g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
+        // `tiny` (at most ALWAYS_INLINED_SIZE) is inlined all the same.
+        assert_eq!(refs, vec![item]);
     }
 
     /// The bounded count stops where [`Expr::size`] would pass the limit, and agrees with it.
