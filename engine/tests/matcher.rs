@@ -1236,7 +1236,7 @@ fn right_linear_rules_are_read_as_one_automaton() {
             .filter(|&callee| member(callee))
             .collect();
         assert!(!entries.is_empty(), "the object's members call the key rules");
-        for &entry in &entries {
+        for entry in entries {
             assert_eq!(
                 calls(entry.index()),
                 vec![],
@@ -1255,19 +1255,9 @@ fn right_linear_rules_are_read_as_one_automaton() {
             (0..g.rules.len()).any(|r| member(RuleId::new(r)) && !called.contains(&RuleId::new(r)))
         );
     }
-    masks_agree_with_reference(&v, &grammar, &grammars, 0x5EED_0F6A);
-}
-
-/// Seeded walks of the reference matcher (which reads the rules as written), every
-/// mask of every grammar of `grammars` checked against it.
-fn masks_agree_with_reference(
-    v: &Vocabulary,
-    grammar: &Grammar,
-    grammars: &[Arc<grammask_engine::CompiledGrammar>],
-    seed: u64,
-) {
-    let reference = grammask_fuzz::reference::Reference::new(grammar, v);
-    let mut rng = XorShift::new(seed);
+    // Walks, every mask checked against the reference.
+    let reference = grammask_fuzz::reference::Reference::new(&grammar, &v);
+    let mut rng = XorShift::new(0x5EED_0F6A);
     for _walk in 0..30 {
         let mut matchers: Vec<Matcher> = grammars.iter().map(|g| Matcher::new(g.clone())).collect();
         let mut state = reference.start().unwrap();

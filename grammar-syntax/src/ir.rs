@@ -327,8 +327,8 @@ impl Expr {
 
     /// The nodes of [`Expr::size`] with each bounded repetition counted as many times as
     /// its largest count (`x{2,255}`: 255 copies of `x`), as an automaton holds them: a
-    /// measure of the states a copy of the expression costs.
-    /// Saturates at `usize::MAX` (repetitions nested with huge counts).
+    /// measure of the states a copy of the expression costs. Saturates at `usize::MAX`
+    /// (repetitions nested with huge counts).
     pub fn weight(&self) -> usize {
         let below = match self {
             Expr::Seq(items) | Expr::Choice(items) => {

@@ -166,8 +166,8 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
     let spliced: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
-    // The whole grammar may grow to `inline_max_total` nodes (or stays as large as it
-    // is): copies of rules called from many places must not multiply its size.
+    // The whole grammar may grow to a weight of `inline_max_total` (or stays as large as
+    // it is): copies of rules called from many places must not multiply its size.
     let total = sizes.iter().fold(0usize, |sum, &w| sum.saturating_add(w));
     let mut room = config.inline_max_total.saturating_sub(total);
     // The body of a rule referred to once moves into its one caller instead of being
@@ -192,11 +192,12 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 over: 0,
             };
             substitute(&mut body, &mut ctx, &sizes, config, &mut budget, 1);
-            // Each callee body inlined (`size` nodes, taken from the budget) replaced one
-            // reference node; fusion where bodies landed may have saved a few more (the
-            // size kept is an upper bound, which only makes the budgets stricter).
+            // Each callee body inlined (its weight times the copies of the reference,
+            // taken from the budget) replaced those copies of one reference node; fusion
+            // where bodies landed may have saved a few more (the weight kept is an upper
+            // bound, which only makes the budgets stricter). Weights saturate (repetitions
+            // nested with huge counts).
             room -= granted - budget;
-            // (Weights saturate: repetitions nested with huge counts.)
             room = room.saturating_sub(ctx.over);
             sizes[r] = sizes[r].saturating_add(granted - budget).saturating_add(ctx.over);
             sizes[r] = sizes[r].saturating_sub(ctx.inlined);
