@@ -32,6 +32,11 @@ enum Command {
     Generate(cli::generate::GenerateArgs),
 }
 
+/// The allocator (see the workspace manifest's note on `tikv-jemallocator`).
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     restore_sigpipe();
     let cli = Cli::parse();

@@ -21,6 +21,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The allocator (see the workspace manifest's note on `tikv-jemallocator`).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [dir, every, runs, tokenizer] = args.as_slice() else {

@@ -208,6 +208,11 @@ fn engine_list(list: &str) -> Vec<String> {
     v
 }
 
+/// The allocator (see the workspace manifest's note on `tikv-jemallocator`).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let code = match Cli::parse().command {
         Command::Extract(args) => match extract::run(&args) {

@@ -19,6 +19,11 @@ use status::{guard, Failure};
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
+/// The allocator (see the workspace manifest's note on `tikv-jemallocator`).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 pub use status::GrammaskStatus;
 
 /// A vocabulary: the tokens of a tokenizer as bytes, their kinds, the stop tokens and the

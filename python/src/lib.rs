@@ -12,6 +12,11 @@ mod vocab;
 
 use pyo3::prelude::*;
 
+/// The allocator (see the workspace manifest's note on `tikv-jemallocator`).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[pymodule]
 fn _grammask(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<vocab::Vocabulary>()?;
