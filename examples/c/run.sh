@@ -16,7 +16,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 echo "== build: grammask-ffi (static library) and the grammask CLI"
-cargo build -p grammask-ffi -p grammask
+# Without the library's own allocator (jemalloc), so that valgrind sees every allocation
+# and every leak of the Rust side too.
+cargo build -p grammask-ffi --no-default-features
+cargo build -p grammask
 lib="$target/debug/libgrammask_ffi.a"
 cli="$target/debug/grammask"
 

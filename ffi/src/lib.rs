@@ -20,7 +20,7 @@ use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 
 /// The allocator (see the workspace manifest's note on `tikv-jemallocator`).
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
