@@ -256,46 +256,25 @@ fn least_fixpoint(grammar: &Grammar, leaf: fn(&Expr) -> bool) -> Vec<bool> {
     propagate(grammar, &flat, leaf).0
 }
 
-/// Every rule once, each after the rules its body refers to except along a cycle: the
-/// post-order of a depth-first walk of the references (lookahead assertions left out),
-/// from each rule in turn.
+/// Every rule once, each after the rules its body refers to except inside a cycle: the
+/// [`strongly_connected`] components of the references (lookahead assertions left out),
+/// callees first.
 fn callees_first(grammar: &Grammar) -> Vec<usize> {
     let n = grammar.rules.len();
-    // The references of rule `r` are `targets[starts[r]..starts[r + 1]]`.
-    let mut starts = Vec::with_capacity(n + 1);
-    let mut targets = Vec::new();
-    for rule in &grammar.rules {
-        starts.push(targets.len());
-        rule.body.for_each_rule_ref(&mut |r| {
-            if r.index() < n {
-                targets.push(r.index());
-            }
-        });
-    }
-    starts.push(targets.len());
-    let mut order = Vec::with_capacity(n);
-    let mut seen = vec![false; n];
-    // Rules on the walk's path, each with the next of its references to follow.
-    let mut path: Vec<(usize, usize)> = Vec::new();
-    for first in 0..n {
-        if std::mem::replace(&mut seen[first], true) {
-            continue;
-        }
-        path.push((first, starts[first]));
-        while let Some((rule, next)) = path.last_mut() {
-            if *next == starts[*rule + 1] {
-                order.push(*rule);
-                path.pop();
-                continue;
-            }
-            let callee = targets[*next];
-            *next += 1;
-            if !std::mem::replace(&mut seen[callee], true) {
-                path.push((callee, starts[callee]));
-            }
-        }
-    }
-    order
+    let refs: Vec<Vec<usize>> = grammar
+        .rules
+        .iter()
+        .map(|rule| {
+            let mut out = Vec::new();
+            rule.body.for_each_rule_ref(&mut |r| {
+                if r.index() < n {
+                    out.push(r.index());
+                }
+            });
+            out
+        })
+        .collect();
+    strongly_connected(&refs).into_iter().flatten().collect()
 }
 
 /// Rounds of [`least_fixpoint`] in [`callees_first`] order before the linear propagation
