@@ -610,9 +610,8 @@ mod tests {
             assert_eq!(productive(&g), vec![true; n]);
             assert_eq!(productive(&g), by_propagation(&g));
         }
-        // Each rule finishes only through the one that calls it (a reference back to an
-        // ancestor of the walk): each round finds one more in any order, so the
-        // propagation takes over.
+        // One cycle of rules, each finishing only through the one that calls it: each
+        // round finds one more in any order, so the propagation takes over.
         let n: usize = 20;
         let mut b = GrammarBuilder::new();
         let ids: Vec<RuleId> = (0..n).map(|i| b.declare(&format!("r{i}"))).collect();
