@@ -30,7 +30,10 @@ use grammask_syntax::ir::Grammar;
 pub struct PassConfig {
     /// Largest body (its [`Expr::weight`](grammask_syntax::ir::Expr::weight): IR nodes,
     /// a bounded repetition's copies counted) of a non-recursive rule that is copied into
-    /// its callers.
+    /// its callers. Default 1,000: a larger body (an object of many members, a
+    /// schema's definition used in many places) stays one shared automaton behind a
+    /// call, so compile time grows with the grammar as written rather than with its
+    /// copies, and the mask cache classifies its positions once for every caller.
     pub inline_max_rule_size: usize,
     /// Largest weight a caller may grow to by inlining; a body copied inside a bounded
     /// repetition costs it once per count.
@@ -59,7 +62,7 @@ pub struct PassConfig {
 impl Default for PassConfig {
     fn default() -> Self {
         PassConfig {
-            inline_max_rule_size: 4_000,
+            inline_max_rule_size: 1_000,
             inline_max_caller_size: 40_000,
             inline_max_total: 200_000,
             keep_calls_in: Vec::new(),
