@@ -70,7 +70,7 @@ fn mask(c: &mut Criterion) {
         c.bench_function(&format!("serialize json.gbnf ({name})"), |b| {
             b.iter(|| compiled.serialize())
         });
-        let bytes = compiled.serialize();
+        let bytes = compiled.serialize().expect("serializes");
         c.bench_function(&format!("deserialize json.gbnf ({name})"), |b| {
             b.iter(|| compiler.deserialize(&bytes).expect("loads"))
         });

@@ -33,10 +33,10 @@ fn main() -> Result<(), String> {
         match Compiler::from_arc(vocab.clone()).compile_json_schema_value(&schema, &options) {
             Ok(c) => {
                 let g = c.grammar();
-                let own: usize = (0..g.rules.len())
-                    .filter(|&r| !is_spliced(&g.rules, r, g.root))
-                    .map(|r| c.automaton(RuleId::new(r)).len())
-                    .sum();
+                let mut own = 0;
+                for r in (0..g.rules.len()).filter(|&r| !is_spliced(&g.rules, r, g.root)) {
+                    own += c.automaton(RuleId::new(r)).map_err(|e| e.to_string())?.len();
+                }
                 if per_file {
                     println!("{} {own}", f.display());
                 }

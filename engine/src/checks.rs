@@ -140,8 +140,23 @@ fn reach(dfa: &Dfa, bytes: impl Fn(()) -> bool, call: impl Fn(RuleId) -> bool) -
     seen
 }
 
-/// Refuses left recursion: a rule that can call itself (directly, or through other rules,
-/// or behind rules that match the empty string) before reading anything.
+/// Refuses left recursion in the IR after the passes (whose rules the automata accept):
+/// a rule that can refer to itself (directly, or through other rules, or behind what
+/// matches the empty string) before reading anything.
+pub(crate) fn check_no_left_recursion(grammar: &Grammar) -> Result<(), CompileError> {
+    match grammask_syntax::analysis::left_recursion_cycle(grammar) {
+        None => Ok(()),
+        Some(cycle) => {
+            let names: Vec<&str> =
+                cycle.iter().map(|r| grammar.rules[r.index()].name.as_str()).collect();
+            Err(refusal(grammar, cycle[0], format!("left recursion: {}", names.join(" -> "))))
+        }
+    }
+}
+
+/// Refuses left recursion in given automata (a loaded grammar): a rule that can call
+/// itself (directly, or through other rules, or behind rules that match the empty string)
+/// before reading anything.
 pub(crate) fn check_left_recursion(
     grammar: &Grammar,
     automata: &[Dfa],

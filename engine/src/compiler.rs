@@ -6,21 +6,19 @@
 //! no left recursion (a top-down matcher would loop), token ids named by the grammar
 //! exist. Every limit is explicit ([`Limits`]) and reported as [`CompileError::Limit`].
 
-use crate::automaton::dfa::DfaError;
-use crate::automaton::nfa::{InPlace, Nfa, NfaError};
 use crate::automaton::right_linear::RightLinear;
+use crate::automaton::store::{self, Automata, BuildError, Recipe, When};
 use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
 use crate::checks;
 use crate::deadline::Deadline;
-use crate::error::CompileError;
-use crate::ids::{StateId, TokenSetId};
+use crate::error::{CompileError, MatchError};
+use crate::follow::Summaries;
 use crate::mask_cache::MaskCache;
 use crate::passes::{self, PassConfig};
 use crate::stack::{Position, Stack};
 use grammask_syntax::ir::{Expr, Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,8 +29,9 @@ use std::time::{Duration, Instant};
 pub struct Limits {
     /// `grammar_size`: IR nodes after the passes. Default 2,000,000.
     pub max_grammar_size: usize,
-    /// `automaton_states`: NFA states of one rule, and DFA states of all rules together.
-    /// Default 2,000,000.
+    /// `automaton_states`: NFA states of one rule, and DFA states of all rules built
+    /// together, whether at compile time or while matching (a rule built then past the
+    /// limit is an error of the matcher call that enters it). Default 2,000,000.
     pub max_automaton_states: usize,
     /// `live_stacks`: parallel stacks (ambiguous parses) alive at one step. Default 10,000.
     pub max_live_stacks: usize,
@@ -47,8 +46,10 @@ pub struct Limits {
     /// it, the mask cache's eager precompute. Checked cooperatively (between passes,
     /// every 256 states of subset construction, every 4,096 splitters of minimization, after the
     /// (linear) productivity check, before each precomputed position), so a compile past it
-    /// stops soon after with the limit named. Default 30 s: real grammars (llama.cpp's,
-    /// MaskBench's schemas) compile in milliseconds to a few hundred milliseconds.
+    /// stops soon after with the limit named. A rule's automaton built while matching
+    /// ([`CompilerConfig::lazy_automata`]) has this budget of its own. Default 30 s: real
+    /// grammars (llama.cpp's, MaskBench's schemas) compile in milliseconds to a few
+    /// hundred milliseconds.
     pub max_compile_time: Duration,
     /// `mask_cache_bytes`: heap bytes the adaptive token mask cache may store (its
     /// entries' id lists, bitsets and context-dependent lists, as counted by
@@ -133,6 +134,13 @@ pub struct CompilerConfig {
     /// against `compile_time`; entries that do not fit in `mask_cache_bytes` make the
     /// compile fail with that limit named.
     pub precompute_mask_cache: bool,
+    /// Whether each rule's automaton is built when a matcher first enters the rule (or
+    /// a mask's classification walks into it), default; compilation builds only the
+    /// root's. Off, compilation builds every automaton reachable from the root: a
+    /// longer compile for no construction in later masks, and a rule whose automaton
+    /// blows up after inlining is compiled again with its calls kept rather than built
+    /// without the work budget while matching.
+    pub lazy_automata: bool,
 }
 
 impl Default for CompilerConfig {
@@ -143,6 +151,7 @@ impl Default for CompilerConfig {
             mask_cache: true,
             minimize: false,
             precompute_mask_cache: false,
+            lazy_automata: true,
         }
     }
 }
@@ -446,111 +455,58 @@ impl Compiler {
                 ),
             });
         }
-        let mut token_sets: Vec<TokenSet> = Vec::new();
-        let mut token_index: HashMap<TokenSet, TokenSetId> = HashMap::new();
-        let mut automata: Vec<Option<Dfa>> = (0..grammar.rules.len()).map(|_| None).collect();
-        let mut total_states = 0usize;
-        // The bodies of spliced rules, read where they are referred to (but in rules whose
-        // references all stay calls).
-        let spliced: Vec<Option<&Expr>> = (0..grammar.rules.len())
-            .map(|r| {
-                passes::is_spliced(&grammar.rules, r, grammar.root)
-                    .then_some(&grammar.rules[r].body)
-            })
-            .collect();
-        let linear = RightLinear::of(&grammar);
-        // Only the rules some automaton calls are built, from the root on: the others
-        // (spliced rules, linear rules read in place by their entries, rules inlined
-        // everywhere they are called) get the automaton of the empty string, which no
-        // state reaches.
-        let mut reached = vec![false; grammar.rules.len()];
-        reached[grammar.root.index()] = true;
-        let mut to_build = vec![grammar.root.index()];
-        while let Some(r) = to_build.pop() {
-            let rule = &grammar.rules[r];
-            deadline.check("automaton construction")?;
-            let mut intern = |set: &TokenSet| {
-                *token_index.entry(set.clone()).or_insert_with(|| {
-                    token_sets.push(set.clone());
-                    TokenSetId((token_sets.len() - 1) as u32)
-                })
-            };
-            let max = limits.max_automaton_states;
-            let keep_calls = passes.keep_calls_in.contains(&rule.name);
-            let splices: &[Option<&Expr>] = if keep_calls { &[] } else { &spliced };
-            // A rule whose calls are kept after a blow-up keeps its calls to linear rules too.
-            let in_place = (linear.is_entry(RuleId::new(r)) && !keep_calls).then_some(InPlace {
-                rule: RuleId::new(r),
-                linear: &linear,
-                rules: &grammar.rules,
-            });
-            let nfa = Nfa::build(&rule.body, &classes, splices, in_place, max, &mut intern)
-                .map_err(|e| match e {
-                    NfaError::TooManyStates(max) => CompileError::Limit {
-                        name: LimitName::AutomatonStates.as_str(),
-                        message: format!("rule `{}` needs more than {max} NFA states", rule.name),
-                    },
-                    NfaError::Unlowered(what) => CompileError::Unsupported(format!(
-                        "rule `{}` still holds a {what} after the passes",
-                        rule.name
-                    )),
-                })?;
-            let budget = limits.max_automaton_states.saturating_sub(total_states);
-            // Work budget of subset construction: unbounded, except for a rule with
-            // inlined bodies (see `PassConfig::inlined_work_factor`).
-            let work_budget = if keep_calls {
-                usize::MAX
-            } else {
-                nfa.len()
-                    .saturating_mul(passes.inlined_work_factor)
-                    .saturating_add(passes.inlined_work_floor)
-            };
-            let dfa =
-                match Dfa::from_nfa(&nfa, budget, work_budget, self.config.minimize, deadline) {
-                    Ok(dfa) => dfa,
-                    Err(DfaError::TooMuchWork) => {
-                        return Ok(Attempt::KeepCallsIn(rule.name.clone()));
-                    }
-                    Err(DfaError::TooManyStates) => {
-                        return Err(CompileError::Limit {
-                            name: LimitName::AutomatonStates.as_str(),
-                            message: format!(
-                                "the automata need more than {} states (at rule `{}`)",
-                                limits.max_automaton_states, rule.name
-                            ),
-                        })
-                    }
-                    Err(DfaError::Timeout) => {
-                        return Err(deadline
-                            .error(&format!("automaton construction, rule `{}`", rule.name)))
-                    }
-                };
-            total_states += dfa.len();
-            for s in 0..dfa.len() {
-                for &(callee, _) in dfa.calls(StateId::new(s)) {
-                    if !std::mem::replace(&mut reached[callee.index()], true) {
-                        to_build.push(callee.index());
-                    }
-                }
-            }
-            automata[r] = Some(dfa);
-        }
-        let automata: Vec<Dfa> =
-            automata.into_iter().map(|a| a.unwrap_or_else(Dfa::unreached)).collect();
+        let (token_sets, token_index) = store::token_sets(&grammar);
         checks::check_token_ids(&token_sets, self.vocab.vocab_size())?;
         if !all_productive {
             checks::check_productive(&grammar)?;
             deadline.check("the productivity check")?;
         }
-        checks::check_left_recursion(&grammar, &automata)?;
+        checks::check_no_left_recursion(&grammar)?;
         deadline.check("the left-recursion check")?;
+        let summaries = self.config.mask_cache.then(|| Summaries::of(&grammar, &classes));
+        let n = grammar.rules.len();
+        let recipe = Recipe {
+            classes,
+            linear: RightLinear::of(&grammar),
+            spliced: (0..n).map(|r| passes::is_spliced(&grammar.rules, r, grammar.root)).collect(),
+            token_index,
+            keep_calls: grammar
+                .rules
+                .iter()
+                .map(|r| passes.keep_calls_in.contains(&r.name))
+                .collect(),
+            max_states: limits.max_automaton_states,
+            max_time: limits.max_compile_time,
+            minimize: self.config.minimize,
+            work: (passes.inlined_work_factor, passes.inlined_work_floor),
+        };
+        let automata = Automata::new(recipe, n);
+        // The root's automaton, which the first mask needs; every rule's reachable from
+        // it when built eagerly (or for the precompute, which visits them all).
+        let built = if self.config.lazy_automata && !self.config.precompute_mask_cache {
+            automata
+                .compile(&grammar, grammar.root, deadline)
+                .map(|_| ())
+                .map_err(|e| (grammar.root, e))
+        } else {
+            automata.build_reachable(&grammar, When::Compiling(deadline))
+        };
+        match built {
+            Ok(()) => {}
+            Err((rule, BuildError::Work)) => {
+                return Ok(Attempt::KeepCallsIn(grammar.rules[rule.index()].name.clone()))
+            }
+            Err((rule, error)) => {
+                return Err(automata.compile_error(&grammar, rule, &error, deadline))
+            }
+        }
         let compiled = CompiledGrammar::assemble(
             self.vocab.clone(),
             grammar,
             automata,
             token_sets,
             limits.clone(),
-            self.config.mask_cache,
+            summaries,
         );
         if self.config.precompute_mask_cache {
             compiled.precompute(deadline)?;
@@ -567,13 +523,18 @@ impl Compiler {
         checks::check_token_ids(&parts.token_sets, self.vocab.vocab_size())?;
         checks::check_automata_productive(&parts.grammar, &parts.automata)?;
         checks::check_left_recursion(&parts.grammar, &parts.automata)?;
+        let summaries = self
+            .config
+            .mask_cache
+            .then(|| Summaries::of(&parts.grammar, &passes::ClassTable::of(&parts.grammar)));
+        let automata = Automata::given(parts.automata, parts.grammar.root);
         Ok(Arc::new(CompiledGrammar::assemble(
             self.vocab.clone(),
             parts.grammar,
-            parts.automata,
+            automata,
             parts.token_sets,
             parts.limits,
-            self.config.mask_cache,
+            summaries,
         )))
     }
 }
@@ -591,11 +552,11 @@ enum Attempt {
 pub struct CompiledGrammar {
     pub(crate) vocab: Arc<Vocabulary>,
     pub(crate) grammar: Grammar,
-    pub(crate) automata: Vec<Dfa>,
+    /// Every rule's automaton, built on first use.
+    pub(crate) automata: Automata,
     pub(crate) token_sets: Vec<TokenSet>,
     pub(crate) limits: Limits,
     pub(crate) initial: Stack,
-    total_states: usize,
     /// The adaptive token mask cache; `None` when off.
     pub(crate) mask_cache: Option<MaskCache>,
     /// Whether some free text has a token budget ([`crate::Matcher`] then counts tokens
@@ -604,20 +565,23 @@ pub struct CompiledGrammar {
 }
 
 impl CompiledGrammar {
+    /// The compiled grammar of `automata` (the root's built), with a token mask cache
+    /// when given the rules' summaries.
     fn assemble(
         vocab: Arc<Vocabulary>,
         grammar: Grammar,
-        automata: Vec<Dfa>,
+        automata: Automata,
         token_sets: Vec<TokenSet>,
         limits: Limits,
-        mask_cache: bool,
+        summaries: Option<Summaries>,
     ) -> CompiledGrammar {
         let root = grammar.root;
-        let initial = Stack::root(Position { rule: root, state: automata[root.index()].start() });
-        let total_states = automata.iter().map(Dfa::len).sum();
-        let mask_cache =
-            mask_cache.then(|| MaskCache::new(&grammar, &automata, limits.max_mask_cache_bytes));
-        let has_budgets = automata.iter().any(Dfa::has_text_budget);
+        let start = automata.finished(root).start();
+        let initial = Stack::root(Position { rule: root, state: start });
+        let mask_cache = summaries.map(|summaries| {
+            MaskCache::new(grammar.rules.len(), summaries, limits.max_mask_cache_bytes)
+        });
+        let has_budgets = has_text_budgets(&grammar);
         CompiledGrammar {
             has_budgets,
             vocab,
@@ -626,27 +590,38 @@ impl CompiledGrammar {
             token_sets,
             limits,
             initial,
-            total_states,
             mask_cache,
         }
     }
 
-    /// The grammar as bytes, for [`Compiler::deserialize`] with the same vocabulary. The
-    /// token mask cache is not included; it refills on first use.
-    pub fn serialize(&self) -> Vec<u8> {
-        crate::serialize::write(
+    /// The grammar as bytes, for [`Compiler::deserialize`] with the same vocabulary, with
+    /// every automaton built first. The token mask cache is not included; it refills on
+    /// first use. Fails when an automaton not built yet runs into a limit.
+    pub fn serialize(&self) -> Result<Vec<u8>, CompileError> {
+        self.build_automata()?;
+        Ok(crate::serialize::write(
             self.vocab.fingerprint(),
             &self.limits,
             &self.grammar,
             &self.token_sets,
-            &self.automata,
-        )
+            &self.automata.all(),
+        ))
     }
 
-    /// Heap bytes used: the automata, the IR (counted per node), the per-state slots of
-    /// the token mask cache and its filled entries.
+    /// Builds every automaton some matcher may enter now, as
+    /// [`CompilerConfig::lazy_automata`] off does at compile time (no mask then pays for
+    /// building one). Fails with the limit a rule's construction ran into named.
+    pub fn build_automata(&self) -> Result<(), CompileError> {
+        self.automata.build_reachable(&self.grammar, When::Matching).map_err(|(rule, error)| {
+            let deadline = Deadline::new(self.limits.max_compile_time);
+            self.automata.compile_error(&self.grammar, rule, &error, &deadline)
+        })
+    }
+
+    /// Heap bytes used: the automata built, the IR (counted per node), the per-state
+    /// slots of the token mask cache and its filled entries.
     pub fn memory(&self) -> usize {
-        self.automata.iter().map(Dfa::memory).sum::<usize>()
+        self.automata.memory()
             + self.grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>()
             + self.mask_cache.as_ref().map_or(0, MaskCache::fixed_memory)
             + self.mask_cache_memory()
@@ -662,14 +637,18 @@ impl CompiledGrammar {
         &self.grammar
     }
 
-    /// The automaton of `rule`.
-    pub fn automaton(&self, rule: RuleId) -> &Dfa {
-        &self.automata[rule.index()]
+    /// The automaton of `rule`, with every automaton built first
+    /// ([`CompiledGrammar::build_automata`]); a rule no state calls (spliced, read in
+    /// place, inlined everywhere) has the empty string's.
+    pub fn automaton(&self, rule: RuleId) -> Result<&Dfa, CompileError> {
+        self.build_automata()?;
+        Ok(self.automata.finished(rule))
     }
 
-    /// Total number of automaton states.
+    /// Number of automaton states built so far (all of them after
+    /// [`CompiledGrammar::build_automata`]).
     pub fn num_states(&self) -> usize {
-        self.total_states
+        self.automata.states()
     }
 
     /// The limits it was compiled with (the matcher enforces the run-time ones).
@@ -677,9 +656,17 @@ impl CompiledGrammar {
         &self.limits
     }
 
+    /// The automaton of `position`'s rule, one some stack stands in.
     #[inline]
     pub(crate) fn dfa(&self, position: Position) -> &Dfa {
-        &self.automata[position.rule.index()]
+        self.automata.dfa(&self.grammar, position.rule)
+    }
+
+    /// The automaton of `rule`, which a closure enters: built now if it is not, or the
+    /// limit its construction ran into.
+    #[inline]
+    pub(crate) fn enter(&self, rule: RuleId) -> Result<&Dfa, MatchError> {
+        self.automata.enter(&self.grammar, rule)
     }
 
     /// Bytes held by the stored entries of the token mask cache (at most the limit
@@ -697,9 +684,23 @@ impl CompiledGrammar {
     }
 
     fn precompute(&self, deadline: &Deadline) -> Result<(), CompileError> {
+        self.build_automata()?;
         match &self.mask_cache {
             Some(cache) => cache.precompute(self, deadline),
             None => Ok(()),
         }
     }
+}
+
+/// Whether some free text of `grammar` has a token budget.
+fn has_text_budgets(grammar: &Grammar) -> bool {
+    fn walk(expr: &Expr) -> bool {
+        match expr {
+            Expr::Text(text) => text.max_tokens.is_some(),
+            Expr::Seq(items) | Expr::Choice(items) => items.iter().any(walk),
+            Expr::Repeat { expr, .. } => walk(expr),
+            _ => false,
+        }
+    }
+    grammar.rules.iter().any(|rule| walk(&rule.body))
 }

@@ -1,8 +1,9 @@
 //! Context expansion: which bytes may come next when the matcher leaves a rule's
 //! automaton at an open state (one that calls another rule or may end its rule).
 //!
-//! For each rule: `nullable` (matches the empty string), `first` (bytes that can start
-//! it), `follow` (bytes that can come right after it anywhere in the grammar). For each
+//! For each rule ([`Summaries`], read from the IR): `nullable` (matches the empty
+//! string), `first` (bytes that can start it), `follow` (bytes that can come right after
+//! it anywhere in the grammar). For each
 //! state `q` of rule `r`, the *exit bytes* are what can be read next other than through
 //! `q`'s own byte transitions: `first` of each callee (and what follows the call when the
 //! callee is nullable), and `follow(r)` when `q` may end `r`. All sets over-approximate,
@@ -11,6 +12,8 @@
 
 use crate::automaton::Dfa;
 use crate::ids::StateId;
+use crate::passes::ClassTable;
+use grammask_syntax::ir::{Expr, Grammar, RuleId};
 
 /// A set of bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -122,10 +125,6 @@ pub(crate) struct RuleExits {
     pub(crate) sets: Vec<ByteSet>,
     /// The bytes that can follow the rule anywhere in the grammar.
     pub(crate) follow: ByteSet,
-    /// The bytes that can start the rule.
-    pub(crate) first: ByteSet,
-    /// Whether the rule matches the empty string.
-    pub(crate) nullable: bool,
 }
 
 impl RuleExits {
@@ -144,82 +143,216 @@ impl RuleExits {
     }
 }
 
-/// The exit bytes of every state of every rule (indexed like the automata).
-pub(crate) fn exit_bytes(automata: &[Dfa]) -> Vec<RuleExits> {
-    let n = automata.len();
-    let nullable = nullable_rules(automata);
-    let mut first = vec![ByteSet::default(); n];
-    loop {
-        let mut changed = false;
-        for (r, dfa) in automata.iter().enumerate() {
-            let (set, _) = next_bytes(dfa, dfa.start(), &nullable, &first);
-            changed |= first[r].union(&set);
+/// What the exit bytes of every rule read of the grammar: per rule, whether it matches
+/// the empty string, the bytes that can start it and those that can follow it. Read
+/// from the IR after the passes, whose rules the automata accept, so that no automaton
+/// is needed: each set holds at least the automaton's bytes (more where the automaton
+/// leaves out what cannot finish, or a lookahead narrows), which keeps every exit set an
+/// over-approximation.
+#[derive(Debug)]
+pub(crate) struct Summaries {
+    pub(crate) nullable: Vec<bool>,
+    pub(crate) first: Vec<ByteSet>,
+    pub(crate) follow: Vec<ByteSet>,
+}
+
+/// Every byte.
+const ALL_BYTES: ByteSet = ByteSet([u64::MAX; 4]);
+
+impl Summaries {
+    /// The summaries of `grammar`'s rules; `classes` lowers its character classes.
+    pub(crate) fn of(grammar: &Grammar, classes: &ClassTable) -> Summaries {
+        let n = grammar.rules.len();
+        let mut s = Summaries {
+            nullable: vec![false; n],
+            first: vec![ByteSet::default(); n],
+            follow: vec![ByteSet::default(); n],
+        };
+        // A worklist: a rule is read again when a rule it refers to changed.
+        let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (r, rule) in grammar.rules.iter().enumerate() {
+            rule.body.for_each_rule_ref(&mut |callee: RuleId| referrers[callee.index()].push(r));
         }
-        if !changed {
-            break;
+        for list in &mut referrers {
+            list.sort_unstable();
+            list.dedup();
         }
-    }
-    // Every call site once: (caller, callee, what can be read after the call, whether
-    // the caller may end there).
-    let mut sites: Vec<(usize, usize, ByteSet, bool)> = Vec::new();
-    for (r, dfa) in automata.iter().enumerate() {
-        for s in 0..dfa.len() {
-            for &(callee, ret) in dfa.calls(StateId::new(s)) {
-                let (set, can_end) = next_bytes(dfa, ret, &nullable, &first);
-                sites.push((r, callee.index(), set, can_end));
+        let mut queued = vec![true; n];
+        let mut work: Vec<usize> = (0..n).rev().collect();
+        while let Some(r) = work.pop() {
+            queued[r] = false;
+            let (first, nullable) = s.start_of(&grammar.rules[r].body, classes);
+            let mut changed = s.first[r].union(&first);
+            if nullable && !s.nullable[r] {
+                s.nullable[r] = true;
+                changed = true;
             }
-        }
-    }
-    let mut follow = vec![ByteSet::default(); n];
-    loop {
-        let mut changed = false;
-        for &(r, callee, mut set, can_end) in &sites {
-            if can_end {
-                let outer = follow[r];
-                set.union(&outer);
-            }
-            changed |= follow[callee].union(&set);
-        }
-        if !changed {
-            break;
-        }
-    }
-    automata
-        .iter()
-        .enumerate()
-        .map(|(r, dfa)| {
-            let mut exits = RuleExits {
-                slot: vec![CLOSED; dfa.len()],
-                sets: Vec::new(),
-                follow: follow[r],
-                first: first[r],
-                nullable: nullable[r],
-            };
-            for s in 0..dfa.len() {
-                let q = StateId::new(s);
-                if dfa.calls(q).is_empty() && !dfa.is_accepting(q) {
-                    continue;
-                }
-                let mut set = ByteSet::default();
-                for &(callee, ret) in dfa.calls(q) {
-                    set.union(&first[callee.index()]);
-                    if nullable[callee.index()] {
-                        let (after, can_end) = next_bytes(dfa, ret, &nullable, &first);
-                        set.union(&after);
-                        if can_end {
-                            set.union(&follow[r]);
-                        }
+            if changed {
+                for &referrer in &referrers[r] {
+                    if !std::mem::replace(&mut queued[referrer], true) {
+                        work.push(referrer);
                     }
                 }
-                if dfa.is_accepting(q) {
-                    set.union(&follow[r]);
-                }
-                if set != ByteSet::default() {
-                    exits.slot[s] = exits.sets.len() as u32;
-                    exits.sets.push(set);
+            }
+        }
+        // Every reference once: (referrer, rule, what can be read after it, whether the
+        // referrer may end there).
+        let mut sites: Vec<(usize, usize, ByteSet, bool)> = Vec::new();
+        for (r, rule) in grammar.rules.iter().enumerate() {
+            s.sites(&rule.body, classes, (ByteSet::default(), true), r, &mut sites);
+        }
+        // What follows a reference, then what follows its referrer where the reference
+        // may end it: a worklist over those edges.
+        let mut ends: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(r, callee, set, can_end) in &sites {
+            s.follow[callee].union(&set);
+            if can_end && r != callee {
+                ends[r].push(callee);
+            }
+        }
+        let mut queued = vec![true; n];
+        let mut work: Vec<usize> = (0..n).rev().collect();
+        while let Some(r) = work.pop() {
+            queued[r] = false;
+            let outer = s.follow[r];
+            for &callee in &ends[r] {
+                if s.follow[callee].union(&outer) && !std::mem::replace(&mut queued[callee], true) {
+                    work.push(callee);
                 }
             }
-            exits
-        })
-        .collect()
+        }
+        s
+    }
+
+    /// The bytes that can start `expr`, and whether it matches the empty string (with
+    /// the rules' summaries as far as known).
+    fn start_of(&self, expr: &Expr, classes: &ClassTable) -> (ByteSet, bool) {
+        match expr {
+            Expr::Empty => (ByteSet::default(), true),
+            Expr::Bytes(bytes) => match bytes.first() {
+                Some(&b) => (ByteSet::of_ranges(&[(b, b)]), false),
+                None => (ByteSet::default(), true),
+            },
+            Expr::Class(class) => match classes.get(class) {
+                Some(lowered) => self.start_of(lowered, classes),
+                None => (ALL_BYTES, true),
+            },
+            Expr::ByteRanges(ranges) => (ByteSet::of_ranges(ranges), false),
+            Expr::Seq(items) => {
+                let mut set = ByteSet::default();
+                for item in items {
+                    let (first, nullable) = self.start_of(item, classes);
+                    set.union(&first);
+                    if !nullable {
+                        return (set, false);
+                    }
+                }
+                (set, true)
+            }
+            Expr::Choice(alternatives) => {
+                let mut set = ByteSet::default();
+                let mut any = false;
+                for alternative in alternatives {
+                    let (first, nullable) = self.start_of(alternative, classes);
+                    set.union(&first);
+                    any |= nullable;
+                }
+                (set, any)
+            }
+            Expr::Rule(r) => (self.first[r.index()], self.nullable[r.index()]),
+            Expr::Repeat { expr, min, .. } => {
+                let (first, nullable) = self.start_of(expr, classes);
+                (first, nullable || *min == 0)
+            }
+            // A token set reads no byte.
+            Expr::Tokens(_) => (ByteSet::default(), false),
+            Expr::Text(_) => (ALL_BYTES, true),
+        }
+    }
+
+    /// The references of `expr` (in rule `r`), each with what can be read after it:
+    /// `next.0`, and the end of `r` when `next.1`. Returns what [`Summaries::start_of`]
+    /// gives for `expr`.
+    fn sites(
+        &self,
+        expr: &Expr,
+        classes: &ClassTable,
+        next: (ByteSet, bool),
+        r: usize,
+        out: &mut Vec<(usize, usize, ByteSet, bool)>,
+    ) -> (ByteSet, bool) {
+        match expr {
+            Expr::Rule(callee) => {
+                out.push((r, callee.index(), next.0, next.1));
+                (self.first[callee.index()], self.nullable[callee.index()])
+            }
+            Expr::Seq(items) => {
+                let (mut after, mut can_end) = next;
+                let mut nullable = true;
+                for item in items.iter().rev() {
+                    let (first, item_nullable) =
+                        self.sites(item, classes, (after, can_end), r, out);
+                    if item_nullable {
+                        after.union(&first);
+                    } else {
+                        (after, can_end, nullable) = (first, false, false);
+                    }
+                }
+                (after, nullable)
+            }
+            Expr::Choice(alternatives) => {
+                let mut set = ByteSet::default();
+                let mut any = false;
+                for alternative in alternatives {
+                    let (first, nullable) = self.sites(alternative, classes, next, r, out);
+                    set.union(&first);
+                    any |= nullable;
+                }
+                (set, any)
+            }
+            Expr::Repeat { expr: inner, min, max } => {
+                let (mut after, can_end) = next;
+                if max.is_none_or(|m| m > 1) {
+                    after.union(&self.start_of(inner, classes).0);
+                }
+                let (first, nullable) = self.sites(inner, classes, (after, can_end), r, out);
+                (first, nullable || *min == 0)
+            }
+            _ => self.start_of(expr, classes),
+        }
+    }
+}
+
+impl RuleExits {
+    /// The exit bytes of the states of `dfa`, rule `r`'s automaton.
+    pub(crate) fn of(dfa: &Dfa, r: usize, summaries: &Summaries) -> RuleExits {
+        let Summaries { nullable, first, follow } = summaries;
+        let mut exits =
+            RuleExits { slot: vec![CLOSED; dfa.len()], sets: Vec::new(), follow: follow[r] };
+        for s in 0..dfa.len() {
+            let q = StateId::new(s);
+            if dfa.calls(q).is_empty() && !dfa.is_accepting(q) {
+                continue;
+            }
+            let mut set = ByteSet::default();
+            for &(callee, ret) in dfa.calls(q) {
+                set.union(&first[callee.index()]);
+                if nullable[callee.index()] {
+                    let (after, can_end) = next_bytes(dfa, ret, nullable, first);
+                    set.union(&after);
+                    if can_end {
+                        set.union(&follow[r]);
+                    }
+                }
+            }
+            if dfa.is_accepting(q) {
+                set.union(&follow[r]);
+            }
+            if set != ByteSet::default() {
+                exits.slot[s] = exits.sets.len() as u32;
+                exits.sets.push(set);
+            }
+        }
+        exits
+    }
 }

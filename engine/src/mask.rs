@@ -101,7 +101,7 @@ fn fill_text(
     let mut dependent: Vec<(&Stack, Entry<'_>, usize)> = Vec::new();
     for config in &closure.configs {
         // Inside a rule walked through: classified with its return position.
-        let through = cache.walks_through(config.top.rule).then(|| config.pop()).flatten();
+        let through = cache.walks_through(grammar, config.top.rule).then(|| config.pop()).flatten();
         let (entry, below) = match through {
             Some(parent) => {
                 let entry = cache.through_entry(grammar, config.top, parent.top);

@@ -505,7 +505,7 @@ pub(crate) fn close_into(
                     message: format!("rules nest deeper than {}", limits.max_stack_depth),
                 });
             }
-            let callee = Position { rule, state: grammar.automata[rule.index()].start() };
+            let callee = Position { rule, state: grammar.enter(rule)?.start() };
             // A tail call: returning to a state that can only end the rule would return
             // once more at once, so the callee returns straight to the frame below.
             work.push(if dfa.only_ends(return_state) {

@@ -107,7 +107,7 @@ pub(crate) fn write(
     limits: &Limits,
     grammar: &Grammar,
     token_sets: &[TokenSet],
-    automata: &[Dfa],
+    automata: &[&Dfa],
 ) -> Vec<u8> {
     let mut w = Writer::default();
     w.bytes.extend_from_slice(MAGIC);

@@ -1152,8 +1152,8 @@ ws    ::= [ \t]* ("\n" [ ]*)?
     assert!(g.size() < c.size(), "one body instead of copies: {} vs {}", g.size(), c.size());
     for name in ["root", "value"] {
         let rule = |g: &Grammar| g.rules.iter().position(|r| r.name == name).unwrap();
-        let a = spliced.automaton(grammask_syntax::ir::RuleId::new(rule(g)));
-        let b = copies.automaton(grammask_syntax::ir::RuleId::new(rule(c)));
+        let a = spliced.automaton(grammask_syntax::ir::RuleId::new(rule(g))).unwrap();
+        let b = copies.automaton(grammask_syntax::ir::RuleId::new(rule(c))).unwrap();
         assert_eq!(a.len(), b.len(), "states of `{name}`");
         // No call of the spliced rule.
         for s in 0..a.len() {
@@ -1224,7 +1224,7 @@ fn right_linear_rules_are_read_as_one_automaton() {
         let g = compiled.grammar();
         let member = |r: RuleId| g.rules[r.index()].name.starts_with("pattern-not");
         let calls = |r: usize| {
-            let dfa = compiled.automaton(RuleId::new(r));
+            let dfa = compiled.automaton(RuleId::new(r)).unwrap();
             (0..dfa.len())
                 .flat_map(|s| dfa.calls(grammask_engine::StateId::new(s)).to_vec())
                 .map(|(callee, _)| callee)
@@ -1248,7 +1248,7 @@ fn right_linear_rules_are_read_as_one_automaton() {
         let called: Vec<RuleId> = (0..g.rules.len()).flat_map(calls).collect();
         for r in (0..g.rules.len()).map(RuleId::new) {
             if r != g.root && !called.contains(&r) {
-                assert_eq!(compiled.automaton(r).len(), 1, "{}", g.rules[r.index()].name);
+                assert_eq!(compiled.automaton(r).unwrap().len(), 1, "{}", g.rules[r.index()].name);
             }
         }
         assert!(

@@ -44,7 +44,7 @@ fn serialized_grammar_loads_back_with_the_same_masks() {
     let v = vocab();
     let compiler = Compiler::new(&v);
     let compiled = compiler.compile_gbnf(JSONISH).unwrap();
-    let bytes = compiled.serialize();
+    let bytes = compiled.serialize().unwrap();
     let loaded = compiler.deserialize(&bytes).unwrap();
     assert_eq!(loaded.num_states(), compiled.num_states());
     assert_eq!(loaded.grammar(), compiled.grammar());
@@ -53,14 +53,14 @@ fn serialized_grammar_loads_back_with_the_same_masks() {
     let a = masks_along(&mut Matcher::new(compiled), &ids);
     let b = masks_along(&mut Matcher::new(loaded.clone()), &ids);
     assert_eq!(a, b);
-    assert_eq!(loaded.serialize(), bytes);
+    assert_eq!(loaded.serialize().unwrap(), bytes);
 }
 
 #[test]
 fn malformed_bytes_and_other_vocabularies_are_refused() {
     let v = vocab();
     let compiler = Compiler::new(&v);
-    let bytes = compiler.compile_gbnf(JSONISH).unwrap().serialize();
+    let bytes = compiler.compile_gbnf(JSONISH).unwrap().serialize().unwrap();
     for cut in 0..bytes.len() {
         assert!(
             matches!(compiler.deserialize(&bytes[..cut]), Err(CompileError::Load(_))),

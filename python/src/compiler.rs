@@ -68,10 +68,13 @@ impl CompiledGrammar {
     }
 
     /// The compiled grammar in grammask's versioned binary format, tied to the
-    /// vocabulary (`CompiledGrammar.deserialize` checks it).
-    fn serialize<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+    /// vocabulary (`CompiledGrammar.deserialize` checks it). Every automaton is built
+    /// first; raises `LimitExceeded` when one runs into a limit.
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = py.detach(|| self.inner.serialize());
-        PyBytes::new(py, &bytes)
+        let bytes =
+            bytes.map_err(|e| compile_error(py, e, &Source { name: "<compiled>", text: "" }))?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// Loads `serialize()`'s bytes for `vocab` (the vocabulary it was compiled for).
@@ -91,7 +94,7 @@ impl CompiledGrammar {
         let py = slf.py();
         let ctor = py.get_type::<CompiledGrammar>().getattr("deserialize")?;
         let this = slf.get();
-        Ok((ctor, (this.vocabulary(), this.serialize(py))))
+        Ok((ctor, (this.vocabulary(), this.serialize(py)?)))
     }
 }
 

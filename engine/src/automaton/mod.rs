@@ -5,6 +5,7 @@
 //!   each read as one automaton.
 //! - [`dfa`]: subset construction over byte classes, rule calls and token sets;
 //!   Hopcroft minimization; NFA states that cannot finish are left out of every state set.
+//! - [`store`]: every rule's automaton, built on first use.
 //!
 //! A PDA position is a rule with a state of that rule's [`Dfa`]; the matcher keeps the
 //! return positions on persistent stacks.
@@ -12,6 +13,7 @@
 pub(crate) mod dfa;
 pub(crate) mod nfa;
 pub(crate) mod right_linear;
+pub(crate) mod store;
 
 pub use dfa::Dfa;
 

@@ -64,6 +64,27 @@ pub(crate) enum NfaError {
     Unlowered(&'static str),
 }
 
+/// The rules whose references an automaton reads as their bodies (spliced rules).
+#[derive(Clone, Copy)]
+pub(crate) struct Splices<'e> {
+    /// Per rule: whether it is spliced (empty: none is).
+    pub(crate) spliced: &'e [bool],
+    /// Every rule of the grammar, for the bodies.
+    pub(crate) rules: &'e [Rule],
+}
+
+impl<'e> Splices<'e> {
+    /// No rule is spliced.
+    pub(crate) const NONE: Splices<'static> = Splices { spliced: &[], rules: &[] };
+
+    /// The body read for a reference to `rule`, when it is spliced.
+    #[inline]
+    pub(crate) fn body(&self, rule: RuleId) -> Option<&'e Expr> {
+        let r = rule.index();
+        (self.spliced.get(r) == Some(&true)).then(|| &self.rules[r].body)
+    }
+}
+
 /// The linear rules that an entry's automaton reads in place of its tail references to
 /// them ([`super::right_linear`]).
 #[derive(Clone, Copy)]
@@ -77,19 +98,20 @@ pub(crate) struct InPlace<'e> {
 }
 
 impl Nfa {
-    /// Builds the NFA of `body`, whose classes are in `classes`; `token_set` interns the
-    /// token sets it meets. `spliced[r]`: the body of rule `r` when its references are
-    /// spliced ([`crate::passes::is_spliced`]), read in their place: alone where the
-    /// reference is alone, its items among the items of a sequence holding it. With
+    /// Builds the NFA of `body`, whose classes are in `classes`; `token_set` gives the id
+    /// of each token set it meets (`None`: not interned, an error). `spliced`: the rules
+    /// whose references are spliced ([`crate::passes::is_spliced`]), their bodies read in
+    /// their place: alone where the reference is alone, its items among the items of a
+    /// sequence holding it. With
     /// `in_place`, a reference that ends the rule, to a linear rule, moves into that
     /// rule's body (built once, ending where the rule ends).
     pub(crate) fn build<'e>(
         body: &'e Expr,
         classes: &'e ClassTable,
-        spliced: &'e [Option<&'e Expr>],
+        spliced: Splices<'e>,
         in_place: Option<InPlace<'e>>,
         max_states: usize,
-        token_set: &mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
+        token_set: &dyn Fn(&grammask_syntax::ir::TokenSet) -> Option<TokenSetId>,
     ) -> Result<Nfa, NfaError> {
         let mut b = Builder {
             in_place,
@@ -208,10 +230,10 @@ struct Builder<'a, 'e> {
     states: u32,
     edges: Vec<(usize, Edge)>,
     max_states: usize,
-    token_set: &'a mut dyn FnMut(&grammask_syntax::ir::TokenSet) -> TokenSetId,
+    token_set: &'a dyn Fn(&grammask_syntax::ir::TokenSet) -> Option<TokenSetId>,
     classes: &'e ClassTable,
     /// See [`Nfa::build`].
-    spliced: &'e [Option<&'e Expr>],
+    spliced: Splices<'e>,
     /// Items built into a target from an entry state of their own: the item and its entry.
     built: HashMap<BuiltKey, (&'e Expr, NfaState), BuildHasherDefault<SetHasher>>,
     /// The keys of `built` in insertion order, to forget entries whose states are undone.
@@ -292,7 +314,7 @@ impl<'e> Builder<'_, 'e> {
     #[inline]
     fn resolve(&self, expr: &'e Expr) -> &'e Expr {
         match expr {
-            Expr::Rule(r) => self.spliced.get(r.index()).copied().flatten().unwrap_or(expr),
+            Expr::Rule(r) => self.spliced.body(*r).unwrap_or(expr),
             _ => expr,
         }
     }
@@ -425,7 +447,7 @@ impl<'e> Builder<'_, 'e> {
                 }
             },
             Expr::Tokens(set) => {
-                let id = (self.token_set)(set);
+                let id = (self.token_set)(set).ok_or(NfaError::Unlowered("token set"))?;
                 self.edge(from, Edge::Tokens { set: id, to });
                 mix(7, u64::from(id.0))
             }
@@ -533,7 +555,8 @@ mod tests {
     use super::*;
 
     fn build(e: &Expr) -> Nfa {
-        Nfa::build(e, &ClassTable::default(), &[], None, 1_000, &mut |_| TokenSetId(0)).unwrap()
+        Nfa::build(e, &ClassTable::default(), Splices::NONE, None, 1_000, &|_| Some(TokenSetId(0)))
+            .unwrap()
     }
 
     /// Whether the NFA spells `text` (bytes and epsilons only).

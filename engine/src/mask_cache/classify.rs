@@ -21,8 +21,10 @@ use super::counters::{self, Path};
 use super::entry::{ParentMask, PositionMask, TokenList};
 use super::runs::{diverted, run_layers, safe_depth, safe_loop_state, Excluded, SafeDepth};
 use super::slicing::{Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
+use super::MaskCache;
 use crate::automaton::Dfa;
-use crate::follow::RuleExits;
+use crate::compiler::CompiledGrammar;
+use crate::follow::{RuleExits, Summaries};
 use crate::ids::{SortedPos, StateId};
 use grammask_syntax::ir::RuleId;
 use grammask_tokenset::{SortedVocab, Vocabulary};
@@ -34,19 +36,28 @@ use std::sync::Arc;
 /// calls, which the walk may enter ([`Level`]).
 #[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
-    /// Every rule's automaton.
-    pub(crate) automata: &'a [Dfa],
+    /// The grammar, whose rules' automata the walk may enter.
+    pub(crate) grammar: &'a CompiledGrammar,
+    /// The cache, with the exit bytes of those rules.
+    pub(crate) cache: &'a MaskCache,
+    /// Every rule's nullable, first and follow bytes.
+    pub(crate) summaries: &'a Summaries,
     /// The automaton of the position's rule (the caller, when the walk starts inside a
     /// callee).
     pub(crate) dfa: &'a Dfa,
     /// The exit bytes of that rule's states: a dense index per state, read at every
     /// byte of the walk.
     pub(crate) exits: &'a RuleExits,
-    /// The exit bytes of every rule's states (and whether each rule is nullable).
-    pub(crate) all_exits: &'a [RuleExits],
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
+    /// The automaton of `rule` (built now if it is not) and its states' exit bytes;
+    /// `None` when it cannot be built.
+    #[inline]
+    fn callee(&self, rule: RuleId) -> Option<(&'a Dfa, &'a RuleExits)> {
+        self.cache.callee(self.grammar, rule).map(|(dfa, slots)| (dfa, &slots.exits))
+    }
+
     /// Whether caller state `to` could take `b` in any way: read it, or leave through a
     /// call or the end of the rule.
     fn caller_takes(&self, to: StateId, b: u8) -> bool {
@@ -61,11 +72,13 @@ impl View<'_> {
         let mut entered = None;
         let mut other = self.dfa.is_accepting(s) && self.exits.follow.contains(b);
         for &(callee, to) in self.dfa.calls(s) {
-            let exits = &self.all_exits[callee.index()];
-            if exits.first.contains(b) && entered.replace(Frame { callee, to }).is_some() {
+            let r = callee.index();
+            if self.summaries.first[r].contains(b)
+                && entered.replace(Frame { callee, to }).is_some()
+            {
                 return None;
             }
-            other |= exits.nullable && self.caller_takes(to, b);
+            other |= self.summaries.nullable[r] && self.caller_takes(to, b);
         }
         entered.map(|frame| (frame, other))
     }
@@ -109,13 +122,14 @@ impl View<'_> {
         let Some((frame, other)) = view.entered_call(s, b) else {
             return Err(Refusal::Dependent);
         };
-        let dfa = &view.automata[frame.callee.index()];
+        let Some((dfa, exits)) = view.callee(frame.callee) else {
+            return Err(Refusal::Dependent);
+        };
         let start = dfa.start();
         // (A callee that starts with `b` only through a call of its own: frames do not nest.)
         let Some(cs) = dfa.next(start, b) else { return Err(Refusal::Dependent) };
         // What else could take `b` in the callee: a call of its start state.
-        let inner =
-            !dfa.calls(start).is_empty() && view.all_exits[frame.callee.index()].contains(start, b);
+        let inner = !dfa.calls(start).is_empty() && exits.contains(start, b);
         let index = match frames.iter().position(|&f| f == frame) {
             Some(i) => i,
             None => {
@@ -141,12 +155,10 @@ impl View<'_> {
         let Some(index) = lv.frame_index() else { return self.step(frames, lv, b, d) };
         let Frame { callee, to } = frames[index];
         let view = self;
-        let dfa = &view.automata[callee.index()];
+        let Some((dfa, exits)) = view.callee(callee) else { return Err(Refusal::Dependent) };
         let can_return = dfa.is_accepting(lv.state);
         // Whether a call of the callee's state could take `b` (leaf callees have none).
-        let calls_take = || {
-            !dfa.calls(lv.state).is_empty() && view.all_exits[callee.index()].contains(lv.state, b)
-        };
+        let calls_take = || !dfa.calls(lv.state).is_empty() && exits.contains(lv.state, b);
         match dfa.next(lv.state, b) {
             Some(next) => {
                 let returns = d > 0 && can_return && view.caller_takes(to, b);
@@ -511,7 +523,9 @@ pub(crate) fn classify(
         // sorted vocabulary that start with a byte it reads are walked.
         let (dfa, state) = match start {
             Start::At(state) => (view.dfa, state),
-            Start::InCallee { callee, state, .. } => (&view.automata[callee.index()], state),
+            Start::InCallee { callee, state, .. } => {
+                (view.grammar.automata.dfa(&view.grammar.grammar, callee), state)
+            }
         };
         for range in first_byte_ranges(dfa, state, sorted) {
             let part = SortedRange { sorted, start: range.start, end: range.end };

@@ -34,7 +34,7 @@ use crate::automaton::Dfa;
 use crate::compiler::CompiledGrammar;
 use crate::deadline::Deadline;
 use crate::error::{CompileError, MatchError};
-use crate::follow::{exit_bytes, RuleExits};
+use crate::follow::{RuleExits, Summaries};
 use crate::ids::{SortedPos, StateId};
 use crate::stack::Position;
 use classify::{classify, classify_listed, Start, View};
@@ -57,40 +57,22 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 /// spares every later walk.
 const MAX_PARENT_DEPENDENT: usize = 8_192;
 
-/// A position's global state index: its rule's first index plus its state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct GlobalState(u32);
-
-/// The key of a parent entry: the global states of the frames, top first; unused
-/// frames [`NO_FRAME`].
-type ParentKey = [GlobalState; 3];
-
-/// An unused frame of a [`ParentKey`].
-const NO_FRAME: GlobalState = GlobalState(u32::MAX);
+/// The key of a parent entry: the frames' positions, top first; `None` for unused
+/// frames.
+type ParentKey = [Option<Position>; 3];
 
 /// The token mask cache of one compiled grammar.
 #[derive(Debug)]
 pub(crate) struct MaskCache {
-    /// Global index of each rule's state 0.
-    state_base: Vec<u32>,
-    /// A position's own entry, one slot per automaton state.
-    slots: Vec<OnceLock<Box<PositionMask>>>,
-    /// Per rule and state, the bytes that may follow when leaving the automaton there
-    /// (context expansion, [`crate::follow`]).
-    exits: Vec<RuleExits>,
-    /// Per automaton state (indexed like `slots`): the memo of the safe depth
-    /// (`runs::safe_depth`).
-    safe_memo: Vec<AtomicU32>,
+    /// Per rule: its positions' slots and analyses, made when the cache first reads one
+    /// of its positions (its automaton is built by then).
+    rules: Vec<OnceLock<RuleSlots>>,
+    /// Per rule: nullable, first and follow bytes ([`crate::follow`]).
+    summaries: Summaries,
     /// The vocabulary's slices, fetched when a classification first needs them.
     slicing: OnceLock<Arc<Slicing>>,
-    /// Per rule: whether positions inside it are classified with their return position
-    /// ([`MaskCache::through_entry`]): counted runs and escapes kept as calls.
-    through_rules: Vec<bool>,
-    /// Per rule: whether it is a leaf (no state calls a rule or reads a token set), so
-    /// that a walk from inside it back into its caller needs only the two automata.
-    leaf: Vec<bool>,
-    /// Through entries, by the global states of the position and its return position.
-    through: Mutex<HashMap<(GlobalState, GlobalState), Arc<PositionMask>>>,
+    /// Through entries, by the position and its return position.
+    through: Mutex<HashMap<(Position, Position), Arc<PositionMask>>>,
     /// Parent entries, by their frames.
     parent: Mutex<HashMap<ParentKey, Arc<ParentMask>>>,
     /// The frames of positions with more than [`MAX_PARENT_DEPENDENT`] context-dependent
@@ -102,47 +84,64 @@ pub(crate) struct MaskCache {
     max_bytes: usize,
 }
 
-impl MaskCache {
-    /// An empty cache for `automata` (the rules of `grammar`).
-    pub(crate) fn new(grammar: &Grammar, automata: &[Dfa], max_bytes: usize) -> MaskCache {
-        let mut state_base = Vec::with_capacity(automata.len());
-        let mut total = 0u32;
-        for dfa in automata {
-            state_base.push(total);
-            total += dfa.len() as u32;
-        }
-        let leaf: Vec<bool> = automata
-            .iter()
-            .map(|dfa| {
-                (0..dfa.len()).all(|s| {
-                    let s = StateId::new(s);
-                    dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
-                })
-            })
-            .collect();
+/// What the cache keeps for one rule.
+#[derive(Debug)]
+pub(crate) struct RuleSlots {
+    /// A position's own entry, one slot per automaton state.
+    slots: Vec<OnceLock<Box<PositionMask>>>,
+    /// Per state, the bytes that may follow when leaving the automaton there (context
+    /// expansion, [`crate::follow`]).
+    pub(crate) exits: RuleExits,
+    /// Per state: the memo of the safe depth (`runs::safe_depth`).
+    safe_memo: Vec<AtomicU32>,
+    /// Whether positions inside the rule are classified with their return position
+    /// ([`MaskCache::through_entry`]): counted runs and escapes kept as calls.
+    through: bool,
+    /// Whether the rule is a leaf (no state calls a rule or reads a token set), so that
+    /// a walk from inside it back into its caller needs only the two automata.
+    leaf: bool,
+}
+
+impl RuleSlots {
+    /// The slots of rule `r`, whose automaton is `dfa`.
+    fn new(grammar: &Grammar, r: usize, dfa: &Dfa, summaries: &Summaries) -> RuleSlots {
+        let leaf = (0..dfa.len()).all(|s| {
+            let s = StateId::new(s);
+            dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
+        });
         // Counted runs and escapes kept as calls by inlining (one ASCII character `m..=n`
         // times, `m >= 1`; `\` and what follows: no calls, no empty match, few tokens
         // inside; [`crate::passes::stays_call`]): positions inside one are classified
         // with their return position, as if the run were inlined. (Classifying positions
         // of other rules so, strings kept as calls for one, would walk most of the
         // vocabulary at each call site.)
-        let through_rules = grammar
-            .rules
-            .iter()
-            .zip(automata)
-            .zip(&leaf)
-            .map(|((rule, dfa), &leaf)| {
-                leaf && crate::passes::stays_call(rule) && !dfa.is_accepting(dfa.start())
-            })
-            .collect();
-        MaskCache {
-            state_base,
-            slots: (0..total).map(|_| OnceLock::new()).collect(),
-            exits: exit_bytes(automata),
-            safe_memo: (0..total).map(|_| AtomicU32::new(UNKNOWN_DEPTH)).collect(),
-            slicing: OnceLock::new(),
-            through_rules,
+        let through =
+            leaf && crate::passes::stays_call(&grammar.rules[r]) && !dfa.is_accepting(dfa.start());
+        RuleSlots {
+            slots: (0..dfa.len()).map(|_| OnceLock::new()).collect(),
+            exits: RuleExits::of(dfa, r, summaries),
+            safe_memo: (0..dfa.len()).map(|_| AtomicU32::new(UNKNOWN_DEPTH)).collect(),
+            through,
             leaf,
+        }
+    }
+
+    /// Heap bytes of the slots and analyses.
+    fn memory(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<OnceLock<Box<PositionMask>>>()
+            + self.safe_memo.len() * 4
+            + self.exits.slot.len() * 4
+            + self.exits.sets.len() * 32
+    }
+}
+
+impl MaskCache {
+    /// An empty cache for a grammar of `rules` rules, with their `summaries`.
+    pub(crate) fn new(rules: usize, summaries: Summaries, max_bytes: usize) -> MaskCache {
+        MaskCache {
+            rules: (0..rules).map(|_| OnceLock::new()).collect(),
+            summaries,
+            slicing: OnceLock::new(),
             through: Mutex::new(HashMap::new()),
             parent: Mutex::new(HashMap::new()),
             met_once: Mutex::new(HashSet::new()),
@@ -153,20 +152,32 @@ impl MaskCache {
 
     /// Heap bytes of the per-state slots and analyses (the entries aside).
     pub(crate) fn fixed_memory(&self) -> usize {
-        let exits: usize = self.exits.iter().map(|e| e.slot.len() * 4 + e.sets.len() * 32).sum();
-        self.slots.len() * std::mem::size_of::<OnceLock<Box<PositionMask>>>()
-            + self.safe_memo.len() * 4
-            + exits
+        self.rules.iter().filter_map(OnceLock::get).map(RuleSlots::memory).sum()
+    }
+
+    /// The slots of `rule`, a rule some stack stands in.
+    fn slots(&self, grammar: &CompiledGrammar, rule: RuleId) -> &RuleSlots {
+        self.rules[rule.index()].get_or_init(|| {
+            let dfa = grammar.automata.dfa(&grammar.grammar, rule);
+            RuleSlots::new(&grammar.grammar, rule.index(), dfa, &self.summaries)
+        })
+    }
+
+    /// The automaton and slots of `rule`, which a classification walks into: built now
+    /// if they are not; `None` when its automaton cannot be built (the walk against the
+    /// stacks then meets the error).
+    pub(crate) fn callee<'a>(
+        &'a self,
+        grammar: &'a CompiledGrammar,
+        rule: RuleId,
+    ) -> Option<(&'a Dfa, &'a RuleSlots)> {
+        let dfa = grammar.enter(rule).ok()?;
+        Some((dfa, self.slots(grammar, rule)))
     }
 
     /// Heap bytes held by the stored entries (at most the limit `mask_cache_bytes`).
     pub(crate) fn entry_memory(&self) -> usize {
         self.bytes.load(Ordering::Acquire)
-    }
-
-    /// The global state of `position`.
-    fn global(&self, position: Position) -> GlobalState {
-        GlobalState(self.state_base[position.rule.index()] + position.state.index() as u32)
     }
 
     /// The vocabulary's slices.
@@ -175,12 +186,13 @@ impl MaskCache {
     }
 
     /// What a classification at a position of `rule` reads.
-    fn view<'a>(&'a self, automata: &'a [Dfa], rule: RuleId) -> View<'a> {
+    fn view<'a>(&'a self, grammar: &'a CompiledGrammar, rule: RuleId) -> View<'a> {
         View {
-            automata,
-            dfa: &automata[rule.index()],
-            exits: &self.exits[rule.index()],
-            all_exits: &self.exits,
+            grammar,
+            cache: self,
+            summaries: &self.summaries,
+            dfa: grammar.automata.dfa(&grammar.grammar, rule),
+            exits: &self.slots(grammar, rule).exits,
         }
     }
 
@@ -257,14 +269,13 @@ impl MaskCache {
         grammar: &CompiledGrammar,
         position: Position,
     ) -> MaskEntry<'_> {
-        let slot = &self.slots[self.global(position).0 as usize];
+        let rule = self.slots(grammar, position.rule);
+        let slot = &rule.slots[position.state.index()];
         if let Some(stored) = slot.get() {
             return MaskEntry::Stored(stored);
         }
-        let base = self.state_base[position.rule.index()] as usize;
-        let len = grammar.dfa(position).len();
-        let memo = &self.safe_memo[base..base + len];
-        let view = self.view(&grammar.automata, position.rule);
+        let memo = &rule.safe_memo[..];
+        let view = self.view(grammar, position.rule);
         let slicing = || self.slicing(&grammar.vocab);
         let start = Start::At(position.state);
         let mask = counters::timed(counters::Work::PositionFill, || {
@@ -288,8 +299,8 @@ impl MaskCache {
 
     /// Whether positions inside `rule` are classified with their return position
     /// ([`MaskCache::through_entry`]).
-    pub(crate) fn walks_through(&self, rule: RuleId) -> bool {
-        self.through_rules.get(rule.index()).copied().unwrap_or(false)
+    pub(crate) fn walks_through(&self, grammar: &CompiledGrammar, rule: RuleId) -> bool {
+        self.slots(grammar, rule).through
     }
 
     /// The classification of `top`, a position inside a rule walked through, under the
@@ -302,11 +313,11 @@ impl MaskCache {
         top: Position,
         parent: Position,
     ) -> Arc<PositionMask> {
-        let key = (self.global(top), self.global(parent));
+        let key = (top, parent);
         if let Some(stored) = Self::find(&self.through, &key) {
             return stored;
         }
-        let view = self.view(&grammar.automata, parent.rule);
+        let view = self.view(grammar, parent.rule);
         let start = Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
         let slicing = || self.slicing(&grammar.vocab);
         let mask = counters::timed(counters::Work::ThroughFill, || {
@@ -314,7 +325,7 @@ impl MaskCache {
         });
         let bytes = mask.memory()
             + std::mem::size_of::<PositionMask>()
-            + std::mem::size_of::<((GlobalState, GlobalState), Arc<PositionMask>)>();
+            + std::mem::size_of::<((Position, Position), Arc<PositionMask>)>();
         self.keep_in(&self.through, key, mask, bytes)
     }
 
@@ -331,9 +342,9 @@ impl MaskCache {
         frames: &[Position],
         dependent: &[SortedPos],
     ) -> Result<Option<Arc<ParentMask>>, MatchError> {
-        let mut key = [NO_FRAME; 3];
+        let mut key: ParentKey = [None; 3];
         for (k, &position) in key.iter_mut().zip(frames.iter().rev()) {
-            *k = self.global(position);
+            *k = Some(position);
         }
         if let Some(stored) = Self::find(&self.parent, &key) {
             return Ok(Some(stored));
@@ -360,10 +371,10 @@ impl MaskCache {
             // caller's at the cost of a table lookup a byte; only the tokens it leaves
             // (those that may enter a rule the caller calls, or leave the caller's rule)
             // are walked with the stack's frames.
-            &[parent, top] if self.leaf[top.rule.index()] => {
+            &[parent, top] if self.slots(grammar, top.rule).leaf => {
                 let start =
                     Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
-                let view = self.view(&grammar.automata, parent.rule);
+                let view = self.view(grammar, parent.rule);
                 let mut mask = classify_listed(view, start, &grammar.vocab, dependent);
                 if !mask.dependent.is_empty() {
                     let below = crate::mask::classify_below(grammar, frames, &mask.dependent)?;
@@ -386,7 +397,8 @@ impl MaskCache {
         use rayon::prelude::*;
         let positions: Vec<Position> = grammar
             .automata
-            .iter()
+            .all()
+            .into_iter()
             .enumerate()
             .flat_map(|(r, dfa)| {
                 (0..dfa.len())

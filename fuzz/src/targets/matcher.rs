@@ -248,6 +248,7 @@ fn compile(
             other.passes.inline_max_rule_size = 0;
             other.passes.inline_max_caller_size = 0;
             other.minimize = true;
+            other.lazy_automata = false;
         }
         3 => other.limits.max_mask_cache_bytes = 256,
         _ => {}
@@ -256,7 +257,8 @@ fn compile(
     let b = if variant % 4 == 2 {
         a.as_ref()
             .ok()
-            .map(|g| compiler.deserialize(&g.serialize()).expect("a serialized grammar loads back"))
+            .map(|g| g.serialize().expect("a compiled grammar serializes"))
+            .map(|bytes| compiler.deserialize(&bytes).expect("a serialized grammar loads back"))
     } else {
         compiler.compile_grammar(grammar).ok()
     };
