@@ -55,16 +55,17 @@ struct Entry {
     key: Box<[u8]>,
     settings: String,
     compiled: Arc<CompiledGrammar>,
-    /// The automata, the IR and the key, measured when inserted (the mask cache is read
-    /// as it is).
+    /// The key and the settings (the compiled grammar is read as it is: its automata and
+    /// mask cache grow as matchers use it).
     bytes: usize,
     last_used: u64,
 }
 
 impl Entry {
-    /// Bytes held now: the automata and the IR, and the mask cache filled so far.
+    /// Bytes held now: the key, the IR, the automata built and the mask cache filled so
+    /// far.
     fn memory(&self) -> usize {
-        self.bytes + self.compiled.mask_cache_memory()
+        self.bytes + self.compiled.memory()
     }
 }
 
@@ -111,11 +112,12 @@ impl GrammarCache {
             inner.misses += 1;
         }
         let compiled = compile()?;
-        let bytes = compiled.memory() - compiled.mask_cache_memory() + key.len() + settings.len();
-        if bytes <= self.max_bytes {
+        let bytes = key.len() + settings.len();
+        let size = bytes + compiled.memory();
+        if size <= self.max_bytes {
             let mut inner = self.lock();
             let mut used = inner.used();
-            while used + bytes > self.max_bytes {
+            while used + size > self.max_bytes {
                 match inner.evict_oldest() {
                     Some(freed) => used -= freed,
                     None => break,

@@ -557,6 +557,8 @@ pub struct CompiledGrammar {
     pub(crate) token_sets: Vec<TokenSet>,
     pub(crate) limits: Limits,
     pub(crate) initial: Stack,
+    /// Heap bytes of the IR (counted per node).
+    ir_bytes: usize,
     /// The adaptive token mask cache; `None` when off.
     pub(crate) mask_cache: Option<MaskCache>,
     /// Whether some free text has a token budget ([`crate::Matcher`] then counts tokens
@@ -582,6 +584,7 @@ impl CompiledGrammar {
             MaskCache::new(grammar.rules.len(), summaries, limits.max_mask_cache_bytes)
         });
         let has_budgets = has_text_budgets(&grammar);
+        let ir_bytes = grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>();
         CompiledGrammar {
             has_budgets,
             vocab,
@@ -590,6 +593,7 @@ impl CompiledGrammar {
             token_sets,
             limits,
             initial,
+            ir_bytes,
             mask_cache,
         }
     }
@@ -622,7 +626,7 @@ impl CompiledGrammar {
     /// slots of the token mask cache and its filled entries.
     pub fn memory(&self) -> usize {
         self.automata.memory()
-            + self.grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>()
+            + self.ir_bytes
             + self.mask_cache.as_ref().map_or(0, MaskCache::fixed_memory)
             + self.mask_cache_memory()
     }

@@ -94,6 +94,7 @@ class Compiler:
         max_compile_ms: Optional[int] = None,
         max_mask_cache_bytes: Optional[int] = None,
         precompute_mask_cache: bool = False,
+        lazy_automata: bool = True,
     ) -> None: ...
     @property
     def vocabulary(self) -> Vocabulary: ...

@@ -45,7 +45,7 @@ impl CompiledGrammar {
     /// matchers visit new positions).
     #[getter]
     fn memory_size_bytes(&self) -> usize {
-        self.inner.memory() + self.inner.mask_cache_memory()
+        self.inner.memory()
     }
 
     /// Automaton states of all rules.
@@ -203,11 +203,13 @@ impl Compiler {
     /// (10,000), `max_stack_depth` (10,000), `max_rollback` (10,000 steps kept by each
     /// matcher unless the matcher says otherwise), `max_compile_ms` (30,000),
     /// `max_mask_cache_bytes` (1 GiB); `precompute_mask_cache` fills every token mask
-    /// at compile time (a longer compile, no first visit in any mask).
+    /// at compile time (a longer compile, no first visit in any mask); `lazy_automata`
+    /// (default) builds each rule's automaton when a matcher first enters the rule, off
+    /// all of them at compile time (a longer compile, no construction in any mask).
     #[new]
     #[pyo3(signature = (vocab, cache_bytes=1 << 30, *, max_grammar_size=None, max_automaton_states=None,
         max_live_stacks=None, max_stack_depth=None, max_rollback=None, max_compile_ms=None,
-        max_mask_cache_bytes=None, precompute_mask_cache=false))]
+        max_mask_cache_bytes=None, precompute_mask_cache=false, lazy_automata=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         vocab: &Bound<'_, PyAny>,
@@ -220,6 +222,7 @@ impl Compiler {
         max_compile_ms: Option<u64>,
         max_mask_cache_bytes: Option<usize>,
         precompute_mask_cache: bool,
+        lazy_automata: bool,
     ) -> PyResult<Compiler> {
         let vocab = extract_vocab(vocab)?;
         let d = Limits::default();
@@ -232,7 +235,12 @@ impl Compiler {
             max_compile_time: max_compile_ms.map_or(d.max_compile_time, Duration::from_millis),
             max_mask_cache_bytes: max_mask_cache_bytes.unwrap_or(d.max_mask_cache_bytes),
         };
-        let config = CompilerConfig { limits, precompute_mask_cache, ..CompilerConfig::default() };
+        let config = CompilerConfig {
+            limits,
+            precompute_mask_cache,
+            lazy_automata,
+            ..CompilerConfig::default()
+        };
         let mut inner = RustCompiler::from_arc(vocab).with_config(config);
         let cache = (cache_bytes > 0).then(|| Arc::new(GrammarCache::new(cache_bytes)));
         if let Some(cache) = &cache {

@@ -343,3 +343,29 @@ def test_tool_prompt_and_calls_read_back(compiler: grammask.Compiler) -> None:
         grammask.parse_tool_calls(text, "xml")
     with pytest.raises(ValueError, match="/0/function/name"):
         grammask.tools_system_prompt([{"type": "function", "function": {"name": ""}}])
+
+
+def test_lazy_and_eager_automata_give_the_same_masks(o200k: grammask.Vocabulary) -> None:
+    point = {"type": "object", "properties": {"x": {"type": "integer"}, "label": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "kind": {"enum": ["point", "path"]},
+            "point": {"$ref": "#/$defs/point"},
+            "path": {"type": "array", "items": {"$ref": "#/$defs/point"}},
+        },
+        "required": ["kind"],
+        "$defs": {"point": point},
+    }
+    lazy = grammask.Compiler(o200k, lazy_automata=True).compile_json_schema(schema)
+    eager = grammask.Compiler(o200k, lazy_automata=False).compile_json_schema(schema)
+    a, b = grammask.Matcher(lazy), grammask.Matcher(eager)
+    ma = grammask.allocate_token_bitmask(1, o200k.vocab_size)
+    mb = grammask.allocate_token_bitmask(1, o200k.vocab_size)
+    for text in ('{"kind": "path", ', '"path": [', '{"x": 1', ', "label": "a"', "}]", "}"):
+        a.fill_next_token_bitmask(ma)
+        b.fill_next_token_bitmask(mb)
+        assert np.array_equal(ma, mb)
+        assert a.accept_string(text) and b.accept_string(text)
+    assert a.can_terminate() and b.can_terminate()
+    assert grammask.CompiledGrammar.deserialize(o200k, lazy.serialize()) is not None

@@ -82,6 +82,8 @@ pub(crate) struct Automata {
     recipe: Option<Recipe>,
     /// States of the automata built so far.
     states: AtomicUsize,
+    /// Heap bytes of the automata built so far.
+    bytes: AtomicUsize,
 }
 
 /// The automaton of a rule no state calls, and what a failed rule reads as (never on a
@@ -95,6 +97,7 @@ impl Automata {
             cells: (0..rules).map(|_| OnceLock::new()).collect(),
             recipe: Some(recipe),
             states: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
         }
     }
 
@@ -116,10 +119,12 @@ impl Automata {
                 }
             }
         }
+        let bytes = automata.iter().map(Dfa::memory).sum();
         Automata {
             cells: automata.into_iter().map(|dfa| OnceLock::from(Ok(dfa))).collect(),
             recipe: None,
             states: AtomicUsize::new(states),
+            bytes: AtomicUsize::new(bytes),
         }
     }
 
@@ -130,7 +135,7 @@ impl Automata {
 
     /// Heap bytes of the automata built so far.
     pub(crate) fn memory(&self) -> usize {
-        self.cells.iter().filter_map(|c| c.get()?.as_ref().ok()).map(Dfa::memory).sum()
+        self.bytes.load(Ordering::Acquire)
     }
 
     /// The automaton of `rule` if it is built.
@@ -210,6 +215,7 @@ impl Automata {
         self.cells[rule.index()].get_or_init(|| {
             let dfa = self.construct(grammar, rule, when)?;
             self.states.fetch_add(dfa.len(), Ordering::AcqRel);
+            self.bytes.fetch_add(dfa.memory(), Ordering::AcqRel);
             Ok(dfa)
         })
     }

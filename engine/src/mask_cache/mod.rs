@@ -80,6 +80,8 @@ pub(crate) struct MaskCache {
     met_once: Mutex<HashSet<ParentKey>>,
     /// Heap bytes of the stored entries, at most `max_bytes`.
     bytes: AtomicUsize,
+    /// Heap bytes of the rules' slots and analyses made so far.
+    fixed: AtomicUsize,
     /// `Limits::max_mask_cache_bytes`.
     max_bytes: usize,
 }
@@ -146,20 +148,23 @@ impl MaskCache {
             parent: Mutex::new(HashMap::new()),
             met_once: Mutex::new(HashSet::new()),
             bytes: AtomicUsize::new(0),
+            fixed: AtomicUsize::new(0),
             max_bytes,
         }
     }
 
     /// Heap bytes of the per-state slots and analyses (the entries aside).
     pub(crate) fn fixed_memory(&self) -> usize {
-        self.rules.iter().filter_map(OnceLock::get).map(RuleSlots::memory).sum()
+        self.fixed.load(Ordering::Acquire)
     }
 
     /// The slots of `rule`, a rule some stack stands in.
     fn slots(&self, grammar: &CompiledGrammar, rule: RuleId) -> &RuleSlots {
         self.rules[rule.index()].get_or_init(|| {
             let dfa = grammar.automata.dfa(&grammar.grammar, rule);
-            RuleSlots::new(&grammar.grammar, rule.index(), dfa, &self.summaries)
+            let slots = RuleSlots::new(&grammar.grammar, rule.index(), dfa, &self.summaries);
+            self.fixed.fetch_add(slots.memory(), Ordering::AcqRel);
+            slots
         })
     }
 
