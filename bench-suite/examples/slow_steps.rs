@@ -1,7 +1,7 @@
 //! The slowest masks of a MaskBench walk, each with what its time went to: first-visit
 //! classifications of positions (own, through and parent entries), walks against the
-//! real stacks, or the rest (closures, applying entries), so that slow steps can be
-//! grouped by cause.
+//! real stacks, building rules' automata on first use, or the rest (closures, applying
+//! entries), so that slow steps can be grouped by cause.
 //!
 //! `cargo run --release -p grammask-bench --features path-counters --example slow_steps --
 //! DIR EVERY TOKENIZER_JSON [THRESHOLD_US] [--json OUT]`
@@ -33,6 +33,7 @@ fn cause(c: &counters::Counts, total_ns: u64) -> &'static str {
         (Work::ThroughFill, "first visit inside a rule walked through"),
         (Work::ParentFill, "first visit under return positions"),
         (Work::StackWalk, "walk against the stacks"),
+        (Work::Construction, "building a rule's automaton"),
     ] {
         if c.nanos(work) > best.1 {
             best = (name, c.nanos(work));
@@ -102,6 +103,7 @@ fn main() -> Result<(), String> {
                             "through_fill": c.nanos(Work::ThroughFill) as f64 / 1e3,
                             "parent_fill": c.nanos(Work::ParentFill) as f64 / 1e3,
                             "stack_walk": c.nanos(Work::StackWalk) as f64 / 1e3,
+                            "construction": c.nanos(Work::Construction) as f64 / 1e3,
                         },
                         "tokens_by_path": Way::ALL.iter().map(|&w| (format!("{w:?}"), c.get(w))).collect::<BTreeMap<_, _>>(),
                         "text_before": String::from_utf8_lossy(&tokens[..step].iter().flat_map(|&t| vocab.token_bytes(t).unwrap_or_default().to_vec()).collect::<Vec<u8>>()).chars().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<String>(),

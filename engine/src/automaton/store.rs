@@ -15,6 +15,7 @@ use crate::compiler::LimitName;
 use crate::deadline::Deadline;
 use crate::error::{CompileError, MatchError};
 use crate::ids::{StateId, TokenSetId};
+use crate::mask_cache::counters::{self, Work};
 use crate::passes::ClassTable;
 use grammask_syntax::ir::{Expr, Grammar, RuleId, TokenSet};
 use std::collections::HashMap;
@@ -213,7 +214,7 @@ impl Automata {
     /// The cell of `rule`, filled now if empty.
     fn build(&self, grammar: &Grammar, rule: RuleId, when: When) -> &Result<Dfa, BuildError> {
         self.cells[rule.index()].get_or_init(|| {
-            let dfa = self.construct(grammar, rule, when)?;
+            let dfa = counters::timed(Work::Construction, || self.construct(grammar, rule, when))?;
             self.states.fetch_add(dfa.len(), Ordering::AcqRel);
             self.bytes.fetch_add(dfa.memory(), Ordering::AcqRel);
             Ok(dfa)

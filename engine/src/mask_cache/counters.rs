@@ -60,12 +60,20 @@ pub enum Work {
     /// Walking context-dependent tokens (or, without the cache, every token) against
     /// the real stacks.
     StackWalk,
+    /// Building a rule's automaton on first use; the other kinds' times leave out the
+    /// construction done within them.
+    Construction,
 }
 
 impl Work {
     /// Every kind, in declaration order.
-    pub const ALL: [Work; 4] =
-        [Work::PositionFill, Work::ThroughFill, Work::ParentFill, Work::StackWalk];
+    pub const ALL: [Work; 5] = [
+        Work::PositionFill,
+        Work::ThroughFill,
+        Work::ParentFill,
+        Work::StackWalk,
+        Work::Construction,
+    ];
 }
 
 /// Tokens counted per path, and nanoseconds per kind of work.
@@ -102,7 +110,7 @@ impl Counts {
 #[cfg(feature = "path-counters")]
 thread_local! {
     static COUNTS: std::cell::Cell<Counts> = const {
-        std::cell::Cell::new(Counts { tokens: [0; 9], nanos: [0; 4] })
+        std::cell::Cell::new(Counts { tokens: [0; 9], nanos: [0; 5] })
     };
 }
 
@@ -135,12 +143,16 @@ pub(crate) fn add(path: Path, tokens: impl FnOnce() -> usize) {
 pub(crate) fn timed<T>(work: Work, f: impl FnOnce() -> T) -> T {
     #[cfg(feature = "path-counters")]
     {
+        let built = Work::Construction as usize;
         let start = std::time::Instant::now();
+        let built_before = COUNTS.with(|c| c.get().nanos[built]);
         let out = f();
         let nanos = start.elapsed().as_nanos() as u64;
         COUNTS.with(|c| {
             let mut counts = c.get();
-            counts.nanos[work as usize] += nanos;
+            let nested =
+                if work == Work::Construction { 0 } else { counts.nanos[built] - built_before };
+            counts.nanos[work as usize] += nanos.saturating_sub(nested);
             c.set(counts);
         });
         out
