@@ -463,7 +463,7 @@ impl Compiler {
         }
         checks::check_no_left_recursion(&grammar)?;
         deadline.check("the left-recursion check")?;
-        let summaries = self.config.mask_cache.then(|| Summaries::of(&grammar, &classes));
+        let summaries = self.config.mask_cache.then(|| Summaries::of(&grammar));
         let n = grammar.rules.len();
         let recipe = Recipe {
             classes,
@@ -523,10 +523,7 @@ impl Compiler {
         checks::check_token_ids(&parts.token_sets, self.vocab.vocab_size())?;
         checks::check_automata_productive(&parts.grammar, &parts.automata)?;
         checks::check_left_recursion(&parts.grammar, &parts.automata)?;
-        let summaries = self
-            .config
-            .mask_cache
-            .then(|| Summaries::of(&parts.grammar, &passes::ClassTable::of(&parts.grammar)));
+        let summaries = self.config.mask_cache.then(|| Summaries::of(&parts.grammar));
         let automata = Automata::given(parts.automata, parts.grammar.root);
         Ok(Arc::new(CompiledGrammar::assemble(
             self.vocab.clone(),

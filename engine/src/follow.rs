@@ -12,8 +12,7 @@
 
 use crate::automaton::Dfa;
 use crate::ids::StateId;
-use crate::passes::ClassTable;
-use grammask_syntax::ir::{Expr, Grammar, RuleId};
+use grammask_syntax::ir::{CharClass, Expr, Grammar, RuleId};
 
 /// A set of bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,6 +43,19 @@ impl ByteSet {
             i += 1;
         }
         ByteSet(words)
+    }
+
+    /// Adds the bytes `lo..=hi`, a word at a time.
+    fn add_range(&mut self, lo: u8, hi: u8) {
+        for (w, word) in self.0.iter_mut().enumerate() {
+            let (start, end) = (w as u32 * 64, w as u32 * 64 + 63);
+            let (a, b) = (u32::from(lo).max(start), u32::from(hi).min(end));
+            if a <= b {
+                let bits = b - a + 1;
+                let mask = if bits == 64 { u64::MAX } else { ((1u64 << bits) - 1) << (a - start) };
+                *word |= mask;
+            }
+        }
     }
 
     /// Adds `other`; whether anything was new.
@@ -160,28 +172,34 @@ pub(crate) struct Summaries {
 const ALL_BYTES: ByteSet = ByteSet([u64::MAX; 4]);
 
 impl Summaries {
-    /// The summaries of `grammar`'s rules; `classes` lowers its character classes.
-    pub(crate) fn of(grammar: &Grammar, classes: &ClassTable) -> Summaries {
+    /// The summaries of `grammar`'s rules.
+    pub(crate) fn of(grammar: &Grammar) -> Summaries {
         let n = grammar.rules.len();
         let mut s = Summaries {
             nullable: vec![false; n],
             first: vec![ByteSet::default(); n],
             follow: vec![ByteSet::default(); n],
         };
-        // A worklist: a rule is read again when a rule it refers to changed.
-        let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
+        // A worklist, callees first: a rule is read again when a rule it refers to changed.
+        let mut callees: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (r, rule) in grammar.rules.iter().enumerate() {
-            rule.body.for_each_rule_ref(&mut |callee: RuleId| referrers[callee.index()].push(r));
+            rule.body.for_each_rule_ref(&mut |callee: RuleId| callees[r].push(callee.index()));
+            callees[r].sort_unstable();
+            callees[r].dedup();
         }
-        for list in &mut referrers {
-            list.sort_unstable();
-            list.dedup();
+        let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (r, list) in callees.iter().enumerate() {
+            for &callee in list {
+                referrers[callee].push(r);
+            }
         }
+        let order: Vec<usize> =
+            grammask_syntax::analysis::strongly_connected(&callees).into_iter().flatten().collect();
         let mut queued = vec![true; n];
-        let mut work: Vec<usize> = (0..n).rev().collect();
+        let mut work: Vec<usize> = order.into_iter().rev().collect();
         while let Some(r) = work.pop() {
             queued[r] = false;
-            let (first, nullable) = s.start_of(&grammar.rules[r].body, classes);
+            let (first, nullable) = s.start_of(&grammar.rules[r].body);
             let mut changed = s.first[r].union(&first);
             if nullable && !s.nullable[r] {
                 s.nullable[r] = true;
@@ -199,7 +217,7 @@ impl Summaries {
         // referrer may end there).
         let mut sites: Vec<(usize, usize, ByteSet, bool)> = Vec::new();
         for (r, rule) in grammar.rules.iter().enumerate() {
-            s.sites(&rule.body, classes, (ByteSet::default(), true), r, &mut sites);
+            s.sites(&rule.body, (ByteSet::default(), true), r, &mut sites);
         }
         // What follows a reference, then what follows its referrer where the reference
         // may end it: a worklist over those edges.
@@ -226,22 +244,27 @@ impl Summaries {
 
     /// The bytes that can start `expr`, and whether it matches the empty string (with
     /// the rules' summaries as far as known).
-    fn start_of(&self, expr: &Expr, classes: &ClassTable) -> (ByteSet, bool) {
+    fn start_of(&self, expr: &Expr) -> (ByteSet, bool) {
         match expr {
             Expr::Empty => (ByteSet::default(), true),
             Expr::Bytes(bytes) => match bytes.first() {
-                Some(&b) => (ByteSet::of_ranges(&[(b, b)]), false),
+                Some(&b) => {
+                    let mut set = ByteSet::default();
+                    set.add_range(b, b);
+                    (set, false)
+                }
                 None => (ByteSet::default(), true),
             },
-            Expr::Class(class) => match classes.get(class) {
-                Some(lowered) => self.start_of(lowered, classes),
-                None => (ALL_BYTES, true),
-            },
-            Expr::ByteRanges(ranges) => (ByteSet::of_ranges(ranges), false),
+            Expr::Class(class) => (lead_bytes(class), false),
+            Expr::ByteRanges(ranges) => {
+                let mut set = ByteSet::default();
+                ranges.iter().for_each(|&(lo, hi)| set.add_range(lo, hi));
+                (set, false)
+            }
             Expr::Seq(items) => {
                 let mut set = ByteSet::default();
                 for item in items {
-                    let (first, nullable) = self.start_of(item, classes);
+                    let (first, nullable) = self.start_of(item);
                     set.union(&first);
                     if !nullable {
                         return (set, false);
@@ -253,7 +276,7 @@ impl Summaries {
                 let mut set = ByteSet::default();
                 let mut any = false;
                 for alternative in alternatives {
-                    let (first, nullable) = self.start_of(alternative, classes);
+                    let (first, nullable) = self.start_of(alternative);
                     set.union(&first);
                     any |= nullable;
                 }
@@ -261,7 +284,7 @@ impl Summaries {
             }
             Expr::Rule(r) => (self.first[r.index()], self.nullable[r.index()]),
             Expr::Repeat { expr, min, .. } => {
-                let (first, nullable) = self.start_of(expr, classes);
+                let (first, nullable) = self.start_of(expr);
                 (first, nullable || *min == 0)
             }
             // A token set reads no byte.
@@ -276,7 +299,6 @@ impl Summaries {
     fn sites(
         &self,
         expr: &Expr,
-        classes: &ClassTable,
         next: (ByteSet, bool),
         r: usize,
         out: &mut Vec<(usize, usize, ByteSet, bool)>,
@@ -290,8 +312,7 @@ impl Summaries {
                 let (mut after, mut can_end) = next;
                 let mut nullable = true;
                 for item in items.iter().rev() {
-                    let (first, item_nullable) =
-                        self.sites(item, classes, (after, can_end), r, out);
+                    let (first, item_nullable) = self.sites(item, (after, can_end), r, out);
                     if item_nullable {
                         after.union(&first);
                     } else {
@@ -304,7 +325,7 @@ impl Summaries {
                 let mut set = ByteSet::default();
                 let mut any = false;
                 for alternative in alternatives {
-                    let (first, nullable) = self.sites(alternative, classes, next, r, out);
+                    let (first, nullable) = self.sites(alternative, next, r, out);
                     set.union(&first);
                     any |= nullable;
                 }
@@ -313,14 +334,53 @@ impl Summaries {
             Expr::Repeat { expr: inner, min, max } => {
                 let (mut after, can_end) = next;
                 if max.is_none_or(|m| m > 1) {
-                    after.union(&self.start_of(inner, classes).0);
+                    after.union(&self.start_of(inner).0);
                 }
-                let (first, nullable) = self.sites(inner, classes, (after, can_end), r, out);
+                let (first, nullable) = self.sites(inner, (after, can_end), r, out);
                 (first, nullable || *min == 0)
             }
-            _ => self.start_of(expr, classes),
+            _ => self.start_of(expr),
         }
     }
+}
+
+/// The first bytes of the UTF-8 encodings of the characters of `class` (what its
+/// lowering, [`crate::passes::ClassTable`], starts with; a negated class's complement
+/// counts the surrogates' lead byte, a superset).
+fn lead_bytes(class: &CharClass) -> ByteSet {
+    let mut set = ByteSet::default();
+    let mut add = |lo: u32, hi: u32| {
+        // Per encoding length, the lead byte grows with the code point, a block at a time.
+        let lengths: [(u32, u32, u32, u32); 4] = [
+            (0, 0x7F, 0, 0),
+            (0x80, 0x7FF, 0xC0, 6),
+            (0x800, 0xFFFF, 0xE0, 12),
+            (0x1_0000, 0x10_FFFF, 0xF0, 18),
+        ];
+        for (start, end, tag, shift) in lengths {
+            let (a, b) = (lo.max(start), hi.min(end));
+            if a <= b {
+                set.add_range((tag | a >> shift) as u8, (tag | b >> shift) as u8);
+            }
+        }
+    };
+    if class.negated {
+        let mut next = 0u32;
+        for &(lo, hi) in &class.ranges {
+            if lo as u32 > next {
+                add(next, lo as u32 - 1);
+            }
+            next = next.max(hi as u32 + 1);
+        }
+        if next <= 0x10_FFFF {
+            add(next, 0x10_FFFF);
+        }
+    } else {
+        for &(lo, hi) in &class.ranges {
+            add(lo as u32, hi as u32);
+        }
+    }
+    set
 }
 
 impl RuleExits {
@@ -354,5 +414,58 @@ impl RuleExits {
             }
         }
         exits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::passes::class_to_bytes;
+
+    /// The first bytes of a lowered class, read off its byte automaton's expression.
+    fn lowered_first(class: &CharClass) -> ByteSet {
+        let empty = Summaries { nullable: Vec::new(), first: Vec::new(), follow: Vec::new() };
+        empty.start_of(&class_to_bytes(class)).0
+    }
+
+    #[test]
+    fn lead_bytes_are_the_lowered_classes_first_bytes() {
+        let mut classes = vec![
+            CharClass::any(),
+            CharClass::new(false, [('a', 'z'), ('0', '9')]),
+            CharClass::new(true, [('"', '"'), ('\\', '\\'), ('\0', '\x1f')]),
+            CharClass::new(false, [('\u{80}', '\u{7ff}')]),
+            CharClass::new(false, [('é', 'é'), ('\u{4e00}', '\u{9fff}'), ('😀', '😀')]),
+            CharClass::new(true, [('\0', '\u{7f}')]),
+            CharClass::new(false, []),
+        ];
+        // Pseudo-random classes, negated or not, over every encoding length.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..500 {
+            let mut ranges = Vec::new();
+            for _ in 0..(x % 4 + 1) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let lo = (x % 0x11_0000) as u32 >> (x % 13);
+                let hi = lo + (x >> 40) as u32 % 3000;
+                if let (Some(lo), Some(hi)) =
+                    (char::from_u32(lo), char::from_u32(hi.min(0x10_FFFF)))
+                {
+                    ranges.push((lo, hi));
+                }
+            }
+            classes.push(CharClass::new(x % 2 == 0, ranges));
+        }
+        for class in &classes {
+            let (lead, lowered) = (lead_bytes(class), lowered_first(class));
+            // The same bytes, but for the surrogates' lead byte a negated class may add.
+            let mut without_ed = lead;
+            without_ed.0[0xED >> 6] &= !(1 << (0xED & 63));
+            let mut lowered_without_ed = lowered;
+            lowered_without_ed.0[0xED >> 6] &= !(1 << (0xED & 63));
+            assert_eq!(without_ed, lowered_without_ed, "{class:?}");
+            assert!(!lowered.contains(0xED) || lead.contains(0xED), "{class:?}");
+        }
     }
 }
