@@ -17,7 +17,7 @@ use crate::follow::Summaries;
 use crate::mask_cache::MaskCache;
 use crate::passes::{self, PassConfig};
 use crate::stack::{Position, Stack};
-use grammask_syntax::ir::{Expr, Grammar, RuleId, TokenSet};
+use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use grammask_tokenset::Vocabulary;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -464,6 +464,7 @@ impl Compiler {
         checks::check_no_left_recursion(&grammar)?;
         deadline.check("the left-recursion check")?;
         let summaries = self.config.mask_cache.then(|| Summaries::of(&grammar));
+        let has_budgets = classes.has_text_budget();
         let n = grammar.rules.len();
         let recipe = Recipe {
             classes,
@@ -507,6 +508,7 @@ impl Compiler {
             token_sets,
             limits.clone(),
             summaries,
+            has_budgets,
         );
         if self.config.precompute_mask_cache {
             compiled.precompute(deadline)?;
@@ -524,6 +526,7 @@ impl Compiler {
         checks::check_automata_productive(&parts.grammar, &parts.automata)?;
         checks::check_left_recursion(&parts.grammar, &parts.automata)?;
         let summaries = self.config.mask_cache.then(|| Summaries::of(&parts.grammar));
+        let has_budgets = parts.automata.iter().any(Dfa::has_text_budget);
         let automata = Automata::given(parts.automata, parts.grammar.root);
         Ok(Arc::new(CompiledGrammar::assemble(
             self.vocab.clone(),
@@ -532,6 +535,7 @@ impl Compiler {
             parts.token_sets,
             parts.limits,
             summaries,
+            has_budgets,
         )))
     }
 }
@@ -565,7 +569,8 @@ pub struct CompiledGrammar {
 
 impl CompiledGrammar {
     /// The compiled grammar of `automata` (the root's built), with a token mask cache
-    /// when given the rules' summaries.
+    /// when given the rules' summaries; `has_budgets`: whether some free text has a
+    /// token budget.
     fn assemble(
         vocab: Arc<Vocabulary>,
         grammar: Grammar,
@@ -573,6 +578,7 @@ impl CompiledGrammar {
         token_sets: Vec<TokenSet>,
         limits: Limits,
         summaries: Option<Summaries>,
+        has_budgets: bool,
     ) -> CompiledGrammar {
         let root = grammar.root;
         let start = automata.finished(root).start();
@@ -580,7 +586,6 @@ impl CompiledGrammar {
         let mask_cache = summaries.map(|summaries| {
             MaskCache::new(grammar.rules.len(), summaries, limits.max_mask_cache_bytes)
         });
-        let has_budgets = has_text_budgets(&grammar);
         let ir_bytes = grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>();
         CompiledGrammar {
             has_budgets,
@@ -691,17 +696,4 @@ impl CompiledGrammar {
             None => Ok(()),
         }
     }
-}
-
-/// Whether some free text of `grammar` has a token budget.
-fn has_text_budgets(grammar: &Grammar) -> bool {
-    fn walk(expr: &Expr) -> bool {
-        match expr {
-            Expr::Text(text) => text.max_tokens.is_some(),
-            Expr::Seq(items) | Expr::Choice(items) => items.iter().any(walk),
-            Expr::Repeat { expr, .. } => walk(expr),
-            _ => false,
-        }
-    }
-    grammar.rules.iter().any(|rule| walk(&rule.body))
 }

@@ -87,6 +87,11 @@ impl ClassTable {
         self.lowered.get(class)
     }
 
+    /// Whether some free text of the grammar has a token budget.
+    pub(crate) fn has_text_budget(&self) -> bool {
+        self.texts.keys().any(|text| text.max_tokens.is_some())
+    }
+
     /// The automaton of free text `text` (one of the grammar's), whose classes are in
     /// the table.
     pub(crate) fn text(&self, text: &FreeText) -> Option<&TextAutomaton> {
