@@ -12,7 +12,7 @@
 
 use crate::automaton::Dfa;
 use crate::ids::StateId;
-use grammask_syntax::ir::{CharClass, Expr, Grammar, RuleId};
+use grammask_syntax::ir::{CharClass, Expr, Grammar};
 
 /// A set of bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -181,20 +181,14 @@ impl Summaries {
             follow: vec![ByteSet::default(); n],
         };
         // A worklist, callees first: a rule is read again when a rule it refers to changed.
-        let mut callees: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (r, rule) in grammar.rules.iter().enumerate() {
-            rule.body.for_each_rule_ref(&mut |callee: RuleId| callees[r].push(callee.index()));
-            callees[r].sort_unstable();
-            callees[r].dedup();
-        }
+        let (components, callees, _) = crate::passes::strongly_connected(grammar);
         let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (r, list) in callees.iter().enumerate() {
             for &callee in list {
                 referrers[callee].push(r);
             }
         }
-        let order: Vec<usize> =
-            grammask_syntax::analysis::strongly_connected(&callees).into_iter().flatten().collect();
+        let order: Vec<usize> = components.into_iter().flatten().collect();
         let mut queued = vec![true; n];
         let mut work: Vec<usize> = order.into_iter().rev().collect();
         while let Some(r) = work.pop() {

@@ -24,7 +24,7 @@ use super::slicing::{Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
 use super::MaskCache;
 use crate::automaton::Dfa;
 use crate::compiler::CompiledGrammar;
-use crate::follow::{RuleExits, Summaries};
+use crate::follow::RuleExits;
 use crate::ids::{SortedPos, StateId};
 use grammask_syntax::ir::RuleId;
 use grammask_tokenset::{SortedVocab, Vocabulary};
@@ -40,8 +40,6 @@ pub(crate) struct View<'a> {
     pub(crate) grammar: &'a CompiledGrammar,
     /// The cache, with the exit bytes of those rules.
     pub(crate) cache: &'a MaskCache,
-    /// Every rule's nullable, first and follow bytes.
-    pub(crate) summaries: &'a Summaries,
     /// The automaton of the position's rule (the caller, when the walk starts inside a
     /// callee).
     pub(crate) dfa: &'a Dfa,
@@ -73,12 +71,12 @@ impl<'a> View<'a> {
         let mut other = self.dfa.is_accepting(s) && self.exits.follow.contains(b);
         for &(callee, to) in self.dfa.calls(s) {
             let r = callee.index();
-            if self.summaries.first[r].contains(b)
+            if self.cache.summaries.first[r].contains(b)
                 && entered.replace(Frame { callee, to }).is_some()
             {
                 return None;
             }
-            other |= self.summaries.nullable[r] && self.caller_takes(to, b);
+            other |= self.cache.summaries.nullable[r] && self.caller_takes(to, b);
         }
         entered.map(|frame| (frame, other))
     }

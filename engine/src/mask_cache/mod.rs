@@ -195,7 +195,6 @@ impl MaskCache {
         View {
             grammar,
             cache: self,
-            summaries: &self.summaries,
             dfa: grammar.automata.dfa(&grammar.grammar, rule),
             exits: &self.slots(grammar, rule).exits,
         }
