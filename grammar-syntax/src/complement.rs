@@ -108,15 +108,24 @@ impl Nfa {
         })
     }
 
-    fn closure(&self, states: &mut Vec<usize>) {
+    /// Adds to `states` every state their ε-edges reach, sorted and without repeats;
+    /// `seen` is all false on entry and on return.
+    fn closure(&self, states: &mut Vec<usize>, seen: &mut [bool]) {
+        for &s in states.iter() {
+            seen[s] = true;
+        }
         let mut i = 0;
         while i < states.len() {
             for &n in &self.eps[states[i]] {
-                if !states.contains(&n) {
+                if !seen[n] {
+                    seen[n] = true;
                     states.push(n);
                 }
             }
             i += 1;
+        }
+        for &s in states.iter() {
+            seen[s] = false;
         }
         states.sort_unstable();
         states.dedup();
@@ -151,7 +160,7 @@ pub fn combination(
         nfa.eps[start].push(own);
         ends.push(nfa.build(e, own)?);
     }
-    // The alphabet cut at every range boundary.
+    // The alphabet cut at every range boundary: atom `i` is `cuts[i]..cuts[i + 1]`.
     let mut cuts = vec![0, END];
     for edges in &nfa.edges {
         for &(lo, hi, _) in edges {
@@ -162,23 +171,56 @@ pub fn combination(
     cuts.sort_unstable();
     cuts.dedup();
     let atoms: Vec<(u32, u32)> = cuts.windows(2).map(|w| (w[0], w[1] - 1)).collect();
+    let atom_of = |c: u32| cuts.partition_point(|&x| x <= c) - 1;
+    // Each edge as the atoms it spans, first and last.
+    let spans: Vec<Vec<(usize, usize, usize)>> = nfa
+        .edges
+        .iter()
+        .map(|edges| edges.iter().map(|&(lo, hi, t)| (atom_of(lo), atom_of(hi), t)).collect())
+        .collect();
     // Subset construction; the empty set is the dead state, which the complement accepts.
+    let mut seen = vec![false; nfa.eps.len()];
     let mut first = vec![start];
-    nfa.closure(&mut first);
+    nfa.closure(&mut first, &mut seen);
     let mut index: HashMap<Vec<usize>, usize> = HashMap::new();
     let mut sets = vec![first.clone()];
     index.insert(first, 0);
     let mut delta: Vec<Vec<usize>> = Vec::new();
+    // Where an edge of the set starts (+1) or stops (-1) applying, by atom.
+    let mut events: Vec<(usize, bool, usize)> = Vec::new();
+    let mut active: Vec<u32> = vec![0; nfa.eps.len()];
     let mut i = 0;
     while i < sets.len() {
-        let set = sets[i].clone();
-        let edges: Vec<(u32, u32, usize)> =
-            set.iter().flat_map(|&s| nfa.edges[s].iter().copied()).collect();
-        let mut row = Vec::with_capacity(atoms.len());
-        for &(lo, _) in &atoms {
-            let mut next: Vec<usize> =
-                edges.iter().filter(|&&(a, z, _)| a <= lo && lo <= z).map(|e| e.2).collect();
-            nfa.closure(&mut next);
+        events.clear();
+        for &s in &sets[i] {
+            for &(a, z, t) in &spans[s] {
+                events.push((a, true, t));
+                events.push((z + 1, false, t));
+            }
+        }
+        events.sort_unstable();
+        // The atoms between two event positions lead to the same set: one closure each.
+        let mut row = vec![0; atoms.len()];
+        let mut targets: Vec<usize> = Vec::new();
+        let mut e = 0;
+        let mut at = 0;
+        while at < atoms.len() {
+            while e < events.len() && events[e].0 == at {
+                let (_, starts, t) = events[e];
+                if starts {
+                    active[t] += 1;
+                    if active[t] == 1 {
+                        targets.push(t);
+                    }
+                } else {
+                    active[t] -= 1;
+                }
+                e += 1;
+            }
+            targets.retain(|&t| active[t] > 0);
+            let until = events.get(e).map_or(atoms.len(), |ev| ev.0.min(atoms.len()));
+            let mut next = targets.clone();
+            nfa.closure(&mut next, &mut seen);
             let id = match index.get(&next) {
                 Some(&id) => id,
                 None => {
@@ -190,7 +232,11 @@ pub fn combination(
                     sets.len() - 1
                 }
             };
-            row.push(id);
+            row[at..until].fill(id);
+            at = until;
+        }
+        for &t in &targets {
+            active[t] = 0;
         }
         delta.push(row);
         i += 1;
