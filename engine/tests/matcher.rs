@@ -453,6 +453,49 @@ fn tokens_through_whitespace_runs_give_the_same_masks() {
     }
 }
 
+/// A long `maxLength` string whose pattern's characters are a negated class: their
+/// escapes (`\uXXXX` for every character the class holds) would make the character's body
+/// too large to copy 260 times, and a call per character would make every token of two
+/// characters or more depend on the stack (walked at every step, each step a new
+/// position). With the escapes a call of their own, the characters read directly stay in
+/// place, and the masks are those of the cache-free walk and of a grammar with every
+/// rule called.
+#[test]
+fn long_pattern_strings_keep_their_characters_in_place() {
+    use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+    let tokens: Vec<Vec<u8>> = [
+        "{", "}", "{\"", "\":", "\"", "\"}", "name", "a", "ab", "Azure", "Sql", "_x", "1", "a.",
+        ".", "<", "ab\"", "ab\"}", "\\", "\\n", "\\u", "\\u0041", "\\u003c", "é", "é\"", "a b",
+        " ", "/", "?",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    let v = with_stop_token(tokens);
+    let schema = serde_json::json!({"type": "object", "required": ["name"],
+        "properties": {"name": {"type": "string", "maxLength": 260,
+            "pattern": "^[A-Za-z0-9_][^<>*#.%&:\\\\+?/]*$"}},
+        "additionalProperties": false});
+    let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
+    let grammars = cached_plain_and_called(&v, &grammar);
+    masked_walks_agree(&grammars, 0x2545_F491_4F6C_DD1D, 40, 30, || {});
+    // The characters are copied in place, their escapes one rule called from each copy.
+    let config = grammask_engine::passes::PassConfig::default();
+    let deadline = grammask_engine::deadline::Deadline::new(std::time::Duration::from_secs(60));
+    let lowered = grammask_engine::passes::run(grammar.clone(), &config, &deadline).unwrap();
+    let names: Vec<&str> = lowered.rules.iter().map(|r| r.name.as_str()).collect();
+    assert!(!names.iter().any(|n| n.contains("-repeated-")), "{names:?}");
+    let escape =
+        lowered.rules.iter().find(|r| r.name.contains("-escape-")).expect("an escape rule");
+    assert!(grammask_engine::passes::is_escape(escape));
+    // Still bounded: 260 characters, not 261.
+    for (n, ok) in [(260, true), (261, false)] {
+        let mut m = Matcher::new(grammars[0].clone());
+        let text = format!("{{\"name\":\"{}\"}}", "a".repeat(n));
+        assert_eq!(m.accept_string(&text).is_ok(), ok, "{n} characters");
+    }
+}
+
 /// Values of any type (`json-value`, a recursive rule called from the root) after
 /// whitespace: the root's tokens that enter the call after some bytes (` true`, ` {"`,
 /// ` [1`) are classified once with the root as the whole stack, and tail calls (a value

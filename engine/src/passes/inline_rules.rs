@@ -126,7 +126,7 @@ pub fn is_escape(rule: &Rule) -> bool {
 }
 
 /// Whether `expr` refers to a rule or reads a token set.
-fn refers(expr: &Expr) -> bool {
+pub(super) fn refers(expr: &Expr) -> bool {
     match expr {
         Expr::Rule(_) | Expr::Tokens(_) => true,
         Expr::Seq(items) | Expr::Choice(items) => items.iter().any(refers),

@@ -8,6 +8,7 @@
 //! per distinct class), and a reference to a spliced rule ([`is_spliced`]) as the body
 //! read in its place, so they stay close to automaton sizes.
 
+use super::inline_rules::refers;
 use super::{class_to_bytes, is_spliced, ByClass};
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
 
@@ -100,12 +101,30 @@ fn outline(
         }
         Expr::Repeat { expr: body, min, max } => {
             let copies = max.unwrap_or(min.saturating_add(1)).max(*min) as usize;
-            let size = outline(body, measure || copies > 1, ctx, new_rules, sizes);
-            if copies > 1
-                && size > MAX_COPIED_BODY
-                && size.saturating_mul(copies) > MAX_EXPANSION
-                && !matches!(**body, Expr::Rule(_))
-            {
+            let mut size = outline(body, measure || copies > 1, ctx, new_rules, sizes);
+            let too_large =
+                |size: usize| size > MAX_COPIED_BODY && size.saturating_mul(copies) > MAX_EXPANSION;
+            if copies > 1 && too_large(size) && !matches!(**body, Expr::Rule(_)) {
+                // Most of a JSON string character's body may be its escapes: as a call of
+                // their own, the characters read directly may stay copied in place.
+                let id = RuleId::new(first_new + new_rules.len());
+                let mut split = (**body).clone();
+                if let Some(escape) = split_escapes(&mut split, id) {
+                    let mut none = Vec::new();
+                    let split_size = outline(&mut split, true, ctx, &mut none, sizes);
+                    if none.is_empty() && !too_large(split_size) {
+                        **body = split;
+                        size = split_size;
+                        new_rules.push(Rule {
+                            name: format!("{owner}-escape-{}", new_rules.len() + 1),
+                            body: escape,
+                            lookahead: None,
+                            span: Span::default(),
+                        });
+                    }
+                }
+            }
+            if copies > 1 && too_large(size) && !matches!(**body, Expr::Rule(_)) {
                 let id = RuleId::new(first_new + new_rules.len());
                 let inner = std::mem::replace(&mut **body, Expr::Rule(id));
                 new_rules.push(Rule {
@@ -125,6 +144,56 @@ fn outline(
             None => *sizes.entry(class.clone()).or_insert(class_to_bytes(class).size()),
         },
         _ => 1,
+    }
+}
+
+/// Moves the alternatives of choice `body` that start with the byte `\` and call nothing
+/// (a JSON string character's escapes) into a call of rule `id`: returns that rule's
+/// body, `\` and then the rest of each, an escape rule ([`super::is_escape`]). `None`
+/// (and `body` left in pieces) when the body has no such alternatives or nothing else.
+fn split_escapes(body: &mut Expr, id: RuleId) -> Option<Expr> {
+    let mut alternatives = Vec::new();
+    flatten_choice(std::mem::replace(body, Expr::Empty), &mut alternatives);
+    let mut escapes = Vec::new();
+    let mut rest = Vec::new();
+    for alt in alternatives {
+        match after_backslash(&alt).filter(|_| !refers(&alt)) {
+            Some(tail) => escapes.push(tail),
+            None => rest.push(alt),
+        }
+    }
+    if escapes.is_empty() || rest.is_empty() {
+        return None;
+    }
+    rest.push(Expr::Rule(id));
+    *body = Expr::choice(rest);
+    Some(Expr::Seq(vec![Expr::literal("\\"), Expr::choice(escapes)]))
+}
+
+/// The alternatives of `e`, nested choices opened.
+fn flatten_choice(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Choice(items) => items.into_iter().for_each(|item| flatten_choice(item, out)),
+        e => out.push(e),
+    }
+}
+
+/// What `e` matches after its first byte, when every text it matches starts with `\`.
+fn after_backslash(e: &Expr) -> Option<Expr> {
+    match e {
+        Expr::Bytes(b) if b.first() == Some(&b'\\') => {
+            Some(if b.len() == 1 { Expr::Empty } else { Expr::Bytes(b[1..].to_vec()) })
+        }
+        Expr::Seq(items) => {
+            let first = after_backslash(items.first()?)?;
+            let mut rest = vec![first];
+            rest.extend(items[1..].iter().cloned());
+            Some(Expr::seq(rest))
+        }
+        Expr::Choice(items) => {
+            Some(Expr::choice(items.iter().map(after_backslash).collect::<Option<_>>()?))
+        }
+        _ => None,
     }
 }
 
@@ -152,6 +221,34 @@ mod tests {
         assert_eq!(g.rules[0].body, Expr::repeat(Expr::Rule(RuleId::new(1)), 0, Some(1000)));
         assert_eq!(g.rules[1].body, item);
         assert_eq!(g.rules[1].name, "root-repeated-1");
+    }
+
+    #[test]
+    fn escapes_of_a_large_character_become_a_call_and_the_rest_stays_in_place() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        // A JSON string character: read directly, or one of many `\uXXXX` escapes.
+        let hex = Expr::class(false, vec![('0', '9'), ('A', 'F'), ('a', 'f')]);
+        let mut alternatives = vec![
+            Expr::class(true, vec![('"', '"'), ('\\', '\\'), ('\0', '\x1f')]),
+            Expr::seq(vec![Expr::literal("\\"), Expr::class(false, vec![('n', 'n')])]),
+        ];
+        for d in '0'..='9' {
+            let digit = Expr::class(false, vec![(d, d)]);
+            alternatives.push(Expr::seq(vec![
+                Expr::literal("\\u"),
+                digit,
+                hex.clone(),
+                hex.clone(),
+                hex.clone(),
+            ]));
+        }
+        b.define(root, Expr::repeat(Expr::choice(alternatives.clone()), 0, Some(300)));
+        let g = outline_repetitions(b.finish(root).unwrap());
+        assert_eq!(g.rules.len(), 2);
+        let Expr::Repeat { expr, max: Some(300), .. } = &g.rules[0].body else { panic!() };
+        assert_eq!(**expr, Expr::choice(vec![alternatives[0].clone(), Expr::Rule(RuleId::new(1))]));
+        assert!(super::super::is_escape(&g.rules[1]), "{:?}", g.rules[1]);
     }
 
     #[test]
