@@ -496,6 +496,94 @@ fn long_pattern_strings_keep_their_characters_in_place() {
     }
 }
 
+/// Long strings are chunks of 32 characters, each a call returning to a different state
+/// of the caller: the tokens that leave a chunk are classified under its return
+/// position, the parent entries shared by the return positions no token tells apart.
+/// Tokens that cross from one chunk into the next, or end the string, give the masks
+/// of the cache-free walk and of a grammar with every rule called.
+#[test]
+fn tokens_across_the_chunks_of_long_strings_give_the_same_masks() {
+    use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
+    let tokens: Vec<Vec<u8>> = [
+        "{",
+        "}",
+        "{\"",
+        "\":",
+        "\"",
+        "\",",
+        "\"}",
+        "\"s\":",
+        "\"t\":",
+        "a",
+        "ab",
+        "abcd",
+        "abcdefgh",
+        "abcdefghijklmnop",
+        "abcdefghijklmnopqrstuvwxyz012345",
+        "a\"",
+        "ab\"}",
+        "abcdefgh\",",
+        "\\n",
+        "a\\n",
+        "é",
+        "éé\"",
+        " ",
+        "1",
+        "12",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    // Tokens longer than two chunks: return positions are compared that deep.
+    .chain([70, 100].map(|n| "x".repeat(n).into_bytes()))
+    .collect();
+    let v = with_stop_token(tokens);
+    let schema = serde_json::json!({"type": "object", "required": ["s", "t"],
+        "properties": {"s": {"type": "string", "maxLength": 300},
+            "t": {"type": "string", "minLength": 40, "maxLength": 200}},
+        "additionalProperties": false});
+    let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
+    let grammars = cached_plain_and_called(&v, &grammar);
+    masked_walks_agree(&grammars, 0x9FB2_1C65_1E98_DF25, 30, 160, || {});
+    // Strings written with tokens of one length after another, across chunks to the end
+    // of the string (random walks end most strings early).
+    let long = "x".repeat(70);
+    let cycles: [&[&str]; 5] = [
+        &["abcd", "abcdefgh", "a"],
+        &["abcdefghijklmnop", "ab"],
+        &["abcdefghijklmnopqrstuvwxyz012345", "abcd", "é"],
+        &["a\\n", "abcdefgh", "ab", "abcdefghijklmnop"],
+        &["abcd", &long],
+    ];
+    fired(&[Path::ParentEntry], || {
+        for cycle in cycles {
+            let mut matchers: Vec<Matcher> =
+                grammars.iter().map(|g| Matcher::new(g.clone())).collect();
+            for m in &mut matchers {
+                m.accept_string("{\"s\":\"").unwrap();
+            }
+            for step in 0..200 {
+                let masks: Vec<Vec<u32>> = matchers.iter().map(mask_of).collect();
+                assert!(masks.iter().all(|m| *m == masks[0]), "step {step}");
+                assert_eq!(masks[0], accepted_one_by_one(&matchers[0]), "step {step}");
+                let token = cycle[step % cycle.len()];
+                let id = v.token_id(token.as_bytes()).unwrap();
+                if !masks[0].contains(&id) {
+                    break;
+                }
+                for m in &mut matchers {
+                    m.accept_token(id).unwrap();
+                }
+            }
+        }
+    });
+    // Still bounded: 300 characters, not 301.
+    for (n, ok) in [(300, true), (301, false)] {
+        let mut m = Matcher::new(grammars[0].clone());
+        let text = format!("{{\"s\":\"{}\",\"t\":\"{}\"}}", "a".repeat(n), "b".repeat(40));
+        assert_eq!(m.accept_string(&text).is_ok(), ok, "{n} characters");
+    }
+}
+
 /// Values of any type (`json-value`, a recursive rule called from the root) after
 /// whitespace: the root's tokens that enter the call after some bytes (` true`, ` {"`,
 /// ` [1`) are classified once with the root as the whole stack, and tail calls (a value

@@ -8,6 +8,8 @@
 //! - `slicing`: vocabulary-level data, the tokens that are runs of JSON-string
 //!   characters, which a position inside a string accepts by one bitmask.
 //! - `runs`: the automaton analyses that say when a position may use those slices.
+//! - `equivalent`: return positions no token tells apart, which share through and
+//!   parent entries.
 //! - [`counters`]: which path decided each token, for tests.
 //!
 //! Three kinds of entries share one memory bound (`Limits::max_mask_cache_bytes`):
@@ -23,6 +25,7 @@
 mod classify;
 pub mod counters;
 mod entry;
+mod equivalent;
 mod runs;
 mod slicing;
 
@@ -38,6 +41,7 @@ use crate::follow::{RuleExits, Summaries};
 use crate::ids::{SortedPos, StateId};
 use crate::stack::Position;
 use classify::{classify, classify_listed, Start, View};
+use equivalent::Equivalence;
 use grammask_syntax::ir::Grammar;
 use grammask_syntax::ir::RuleId;
 use grammask_tokenset::Vocabulary;
@@ -78,6 +82,12 @@ pub(crate) struct MaskCache {
     /// The frames of positions with more than [`MAX_PARENT_DEPENDENT`] context-dependent
     /// tokens met once, whose parent entry is made at the next visit.
     met_once: Mutex<HashSet<ParentKey>>,
+    /// The fewest bytes of each rule's texts ([`equivalent::shortest_texts`]), computed
+    /// when return positions are first compared.
+    shortest: OnceLock<Vec<u32>>,
+    /// The byte length of the vocabulary's longest token: how far return positions are
+    /// compared.
+    longest_token: OnceLock<u16>,
     /// Heap bytes of the stored entries, at most `max_bytes`.
     bytes: AtomicUsize,
     /// Heap bytes of the rules' slots and analyses made so far.
@@ -102,6 +112,8 @@ pub(crate) struct RuleSlots {
     /// Whether the rule is a leaf (no state calls a rule or reads a token set), so that
     /// a walk from inside it back into its caller needs only the two automata.
     leaf: bool,
+    /// Which of its states no token tells apart as return positions, made on first use.
+    equivalence: Mutex<Option<Equivalence>>,
 }
 
 impl RuleSlots {
@@ -125,6 +137,7 @@ impl RuleSlots {
             safe_memo: (0..dfa.len()).map(|_| AtomicU32::new(UNKNOWN_DEPTH)).collect(),
             through,
             leaf,
+            equivalence: Mutex::new(None),
         }
     }
 
@@ -147,6 +160,8 @@ impl MaskCache {
             through: Mutex::new(HashMap::new()),
             parent: Mutex::new(HashMap::new()),
             met_once: Mutex::new(HashSet::new()),
+            shortest: OnceLock::new(),
+            longest_token: OnceLock::new(),
             bytes: AtomicUsize::new(0),
             fixed: AtomicUsize::new(0),
             max_bytes,
@@ -317,7 +332,7 @@ impl MaskCache {
         top: Position,
         parent: Position,
     ) -> Arc<PositionMask> {
-        let key = (top, parent);
+        let key = (top, self.representative(grammar, parent));
         if let Some(stored) = Self::find(&self.through, &key) {
             return stored;
         }
@@ -346,9 +361,11 @@ impl MaskCache {
         frames: &[Position],
         dependent: &[SortedPos],
     ) -> Result<Option<Arc<ParentMask>>, MatchError> {
+        // The top as it is (its entry's dependent tokens are the ones classified), the
+        // return positions below it by their representatives.
         let mut key: ParentKey = [None; 3];
-        for (k, &position) in key.iter_mut().zip(frames.iter().rev()) {
-            *k = Some(position);
+        for (i, (k, &position)) in key.iter_mut().zip(frames.iter().rev()).enumerate() {
+            *k = Some(if i == 0 { position } else { self.representative(grammar, position) });
         }
         if let Some(stored) = Self::find(&self.parent, &key) {
             return Ok(Some(stored));
@@ -361,6 +378,25 @@ impl MaskCache {
         })?;
         let bytes = computed.memory() + std::mem::size_of::<(ParentKey, Arc<ParentMask>)>();
         Ok(Some(self.keep_in(&self.parent, key, computed, bytes)))
+    }
+
+    /// The first return position met that no token tells apart from `position`
+    /// ([`equivalent`]): entries keyed by it serve both.
+    fn representative(&self, grammar: &CompiledGrammar, position: Position) -> Position {
+        let slots = self.slots(grammar, position.rule);
+        let dfa = grammar.automata.dfa(&grammar.grammar, position.rule);
+        let shortest = self.shortest.get_or_init(|| equivalent::shortest_texts(&grammar.grammar));
+        let depth = *self.longest_token.get_or_init(|| {
+            let sorted = grammar.vocab.sorted();
+            let longest = (0..sorted.len()).map(|i| sorted.bytes(i).len()).max().unwrap_or(0);
+            u16::try_from(longest).unwrap_or(u16::MAX)
+        });
+        let mut equivalence = slots.equivalence.lock().unwrap_or_else(PoisonError::into_inner);
+        let equivalence = equivalence.get_or_insert_with(|| Equivalence::new(dfa, shortest));
+        let before = equivalence.memory();
+        let state = equivalence.representative(dfa, shortest, position.state, depth);
+        self.fixed.fetch_add(equivalence.memory().saturating_sub(before), Ordering::AcqRel);
+        Position { rule: position.rule, state }
     }
 
     /// The classification of a parent entry ([`MaskCache::parent_entry`]).

@@ -238,6 +238,13 @@ impl Dfa {
         self.row(state.index()).1.iter().filter(|&&t| t != DEAD).map(|&t| StateId(t))
     }
 
+    /// The targets of `state` per byte class, from class `lo` on (`DEAD`: none): the
+    /// first of the pair is `lo`.
+    #[inline]
+    pub(crate) fn class_row(&self, state: StateId) -> (usize, &[u32]) {
+        self.row(state.index())
+    }
+
     /// The byte class of `byte` (bytes of one class have the same transitions in every
     /// state).
     #[inline]

@@ -1,0 +1,292 @@
+//! Return positions that no token can tell apart: states of one rule's automaton that
+//! behave alike on every text of at most the vocabulary's longest token, so that the
+//! entries keyed by return positions (through and parent entries) serve all of them.
+//!
+//! The copies of a long string's chunk, or of its characters, are such states: the
+//! tokens that leave a chunk return to a different state of the caller at every step of
+//! the string, and without this each step would be a new key, its context-dependent
+//! tokens classified (or walked against the stack) again.
+//!
+//! Two states are *equivalent up to `d` bytes* when they are the same state, or both
+//! accept or neither, they read the same byte classes and reach states equivalent up to
+//! `d - 1` bytes, and they make the same calls and return to states equivalent up to
+//! `d - w` bytes, `w` the fewest bytes the callee reads. A classification from a return
+//! position reads at most one token's bytes past it, so equivalent return positions give
+//! the same entry. A state met as a return position is compared with the last few
+//! representatives of its shape (acceptance, classes read, calls), pair by pair down the
+//! depth: copies of one chunk meet the same states after a few pairs. A comparison that
+//! grows past its budget counts as a difference, so that an answer costs little and is
+//! never a wrong merge.
+
+use crate::automaton::dfa::DEAD;
+use crate::automaton::Dfa;
+use crate::ids::StateId;
+use grammask_syntax::ir::{Expr, Grammar};
+use std::collections::HashMap;
+
+/// Pairs one comparison may visit; past it the states count as different.
+const MAX_PAIRS: usize = 4_096;
+/// Representatives of one shape a new state is compared with, the most recent first.
+const MAX_CANDIDATES: usize = 4;
+
+/// The fewest bytes of each rule's texts (`u32::MAX` when it has none).
+pub(crate) fn shortest_texts(grammar: &Grammar) -> Vec<u32> {
+    let n = grammar.rules.len();
+    let mut len = vec![u32::MAX; n];
+    // Rules are numbered callers before callees: backwards, most callees come first.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for r in (0..n).rev() {
+            let l = shortest(&grammar.rules[r].body, &len);
+            if l < len[r] {
+                len[r] = l;
+                changed = true;
+            }
+        }
+    }
+    len
+}
+
+/// The fewest bytes of `e`'s texts, given those of the rules.
+fn shortest(e: &Expr, rules: &[u32]) -> u32 {
+    match e {
+        Expr::Empty => 0,
+        Expr::Bytes(bytes) => bytes.len() as u32,
+        Expr::Class(class) => {
+            class.positive_ranges().first().map_or(u32::MAX, |&(lo, _)| lo.len_utf8() as u32)
+        }
+        Expr::ByteRanges(ranges) => {
+            if ranges.is_empty() {
+                u32::MAX
+            } else {
+                1
+            }
+        }
+        Expr::Seq(items) => {
+            items.iter().fold(0u32, |sum, item| sum.saturating_add(shortest(item, rules)))
+        }
+        Expr::Choice(alternatives) => {
+            alternatives.iter().map(|a| shortest(a, rules)).min().unwrap_or(u32::MAX)
+        }
+        Expr::Repeat { expr, min, .. } => {
+            if *min == 0 {
+                0
+            } else {
+                shortest(expr, rules).saturating_mul(*min)
+            }
+        }
+        Expr::Rule(r) => rules[r.index()],
+        // A token set reads no byte a walk counts; free text may be empty.
+        Expr::Tokens(_) | Expr::Text(_) => 0,
+    }
+}
+
+/// The representatives of one rule's return positions ([module docs](self)).
+#[derive(Debug)]
+pub(crate) struct Equivalence {
+    /// Whether states may be merged at all: the rule reads no token set, holds no
+    /// budgeted text, and every rule it calls reads at least one byte (so that depth
+    /// falls at every edge).
+    usable: bool,
+    /// The representative of each state met.
+    resolved: HashMap<StateId, StateId>,
+    /// The representatives by shape, in the order met.
+    by_shape: HashMap<Vec<u32>, Vec<StateId>>,
+}
+
+impl Equivalence {
+    /// The representatives of `dfa`'s states, the automaton of a rule whose callees'
+    /// shortest texts `shortest` gives.
+    pub(crate) fn new(dfa: &Dfa, shortest: &[u32]) -> Equivalence {
+        let usable = !dfa.has_text_budget()
+            && (0..dfa.len()).all(|s| {
+                let s = StateId::new(s);
+                dfa.token_edges(s).is_empty()
+                    && dfa.calls(s).iter().all(|&(callee, _)| shortest[callee.index()] > 0)
+            });
+        Equivalence { usable, resolved: HashMap::new(), by_shape: HashMap::new() }
+    }
+
+    /// The first state met that is equivalent to `state` up to `depth` bytes (found among
+    /// the last representatives of its shape), else `state`, which becomes one.
+    pub(crate) fn representative(
+        &mut self,
+        dfa: &Dfa,
+        shortest: &[u32],
+        state: StateId,
+        depth: u16,
+    ) -> StateId {
+        if !self.usable {
+            return state;
+        }
+        if let Some(&known) = self.resolved.get(&state) {
+            return known;
+        }
+        let candidates = self.by_shape.entry(shape(dfa, state)).or_default();
+        let found = candidates.iter().rev().take(MAX_CANDIDATES).copied().find(|&c| {
+            let mut pairs = Pairs { dfa, shortest, seen: HashMap::new() };
+            pairs.equivalent(c, state, depth) == Some(true)
+        });
+        let representative = found.unwrap_or_else(|| {
+            candidates.push(state);
+            state
+        });
+        self.resolved.insert(state, representative);
+        representative
+    }
+
+    /// Heap bytes held (approximately: the maps' entries).
+    pub(crate) fn memory(&self) -> usize {
+        self.resolved.len() * 16
+            + self.by_shape.iter().map(|(k, v)| 48 + 4 * (k.len() + v.len())).sum::<usize>()
+    }
+}
+
+/// What a state shows before any byte: acceptance, the classes it reads (from `lo`,
+/// which), the rules it calls.
+fn shape(dfa: &Dfa, state: StateId) -> Vec<u32> {
+    let (lo, targets) = dfa.class_row(state);
+    let calls = dfa.calls(state);
+    let mut parts = Vec::with_capacity(3 + targets.len() + calls.len());
+    parts.extend([u32::from(dfa.is_accepting(state)), lo as u32, targets.len() as u32]);
+    parts.extend(targets.iter().map(|&t| u32::from(t != DEAD)));
+    parts.extend(calls.iter().map(|&(callee, _)| callee.index() as u32));
+    parts
+}
+
+/// One comparison of two states, pair by pair.
+struct Pairs<'a> {
+    dfa: &'a Dfa,
+    shortest: &'a [u32],
+    /// The pairs compared so far, by depth.
+    seen: HashMap<(StateId, StateId, u16), bool>,
+}
+
+impl Pairs<'_> {
+    /// Whether `s` and `t` are equivalent up to `depth` bytes; `None` past
+    /// [`MAX_PAIRS`].
+    fn equivalent(&mut self, s: StateId, t: StateId, depth: u16) -> Option<bool> {
+        if s == t {
+            return Some(true);
+        }
+        if let Some(&known) = self.seen.get(&(s, t, depth)) {
+            return Some(known);
+        }
+        if self.seen.len() >= MAX_PAIRS {
+            return None;
+        }
+        let dfa = self.dfa;
+        let same = shape(dfa, s) == shape(dfa, t) && {
+            let (_, s_targets) = dfa.class_row(s);
+            let (_, t_targets) = dfa.class_row(t);
+            let mut same = true;
+            if depth > 0 {
+                for (&a, &b) in s_targets.iter().zip(t_targets) {
+                    if a != DEAD
+                        && !self.equivalent(
+                            StateId::new(a as usize),
+                            StateId::new(b as usize),
+                            depth - 1,
+                        )?
+                    {
+                        same = false;
+                        break;
+                    }
+                }
+            }
+            for (&(callee, a), &(_, b)) in dfa.calls(s).iter().zip(dfa.calls(t)) {
+                if !same {
+                    break;
+                }
+                let w = self.shortest[callee.index()];
+                if let Ok(w) = u16::try_from(w) {
+                    if w <= depth && !self.equivalent(a, b, depth - w)? {
+                        same = false;
+                    }
+                }
+            }
+            same
+        };
+        self.seen.insert((s, t, depth), same);
+        Some(same)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::{Compiler, CompilerConfig};
+    use grammask_syntax::ir::{CharClass, GrammarBuilder, RuleId};
+    use grammask_tokenset::Vocabulary;
+
+    /// `root ::= "x" chunk{0,10} "y"` with `chunk` twenty letters kept a call: the states
+    /// after `k` chunks are told apart up to 40 bytes only near the end, where fewer than
+    /// three chunks remain.
+    #[test]
+    fn copies_of_a_call_far_from_the_end_are_one_return_position() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let chunk = b.declare("chunk");
+        let letter = Expr::Class(CharClass::new(false, [('a', 'z')]));
+        b.define(chunk, Expr::Seq(vec![letter; 20]));
+        b.define(
+            root,
+            Expr::seq(vec![
+                Expr::literal("x"),
+                Expr::repeat(Expr::Rule(chunk), 0, Some(10)),
+                Expr::literal("y"),
+            ]),
+        );
+        let grammar = b.finish(root).unwrap();
+        let tokens = vec![b"x".to_vec(), b"y".to_vec(), b"a".to_vec(), b"</s>".to_vec()];
+        let vocab = Vocabulary::from_byte_tokens(tokens, &[3], &[3], None).unwrap();
+        let mut config = CompilerConfig::default();
+        config.passes.inline_max_rule_size = 0;
+        let compiled = Compiler::new(&vocab).with_config(config).compile_grammar(&grammar).unwrap();
+        let root = RuleId::new(0);
+        let dfa = compiled.automaton(root).unwrap();
+        let shortest = shortest_texts(&compiled.grammar);
+        let chunk = dfa.calls(dfa.next(dfa.start(), b'x').unwrap())[0].0;
+        assert_eq!(shortest[chunk.index()], 20);
+        // The state after k chunks, for k = 0..=10.
+        let mut after = vec![dfa.next(dfa.start(), b'x').unwrap()];
+        for _ in 0..10 {
+            let &[(_, ret)] = dfa.calls(*after.last().unwrap()) else { panic!("one call") };
+            after.push(ret);
+        }
+        let mut eq = Equivalence::new(dfa, &shortest);
+        let first = eq.representative(dfa, &shortest, after[1], 40);
+        assert_eq!(first, after[1]);
+        for (k, &state) in after.iter().enumerate().skip(2) {
+            let expected = if k <= 7 { after[1] } else { state };
+            assert_eq!(eq.representative(dfa, &shortest, state, 40), expected, "k = {k}");
+        }
+        // One byte deeper, the seventh copy is told apart too: the third call ends 60
+        // bytes on, but the state after two calls must still call.
+        let mut deeper = Equivalence::new(dfa, &shortest);
+        assert_eq!(deeper.representative(dfa, &shortest, after[1], 60), after[1]);
+        assert_eq!(deeper.representative(dfa, &shortest, after[6], 60), after[1]);
+        assert_eq!(deeper.representative(dfa, &shortest, after[7], 60), after[7]);
+    }
+
+    #[test]
+    fn shortest_texts_count_bytes_through_rules() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let chunk = b.declare("chunk");
+        let eacute = Expr::Class(CharClass::new(false, [('é', 'é')]));
+        b.define(chunk, Expr::repeat(eacute, 3, Some(3)));
+        b.define(
+            root,
+            Expr::choice(vec![
+                Expr::seq(vec![Expr::Rule(chunk), Expr::literal("ab")]),
+                Expr::seq(vec![Expr::literal("x"), Expr::star(Expr::Rule(chunk))]),
+            ]),
+        );
+        let g = b.finish(root).unwrap();
+        let len = shortest_texts(&g);
+        assert_eq!(len[chunk.index()], 6);
+        assert_eq!(len[root.index()], 1);
+    }
+}
