@@ -25,9 +25,9 @@ use grammask_syntax::ir::{Expr, Grammar};
 use std::collections::HashMap;
 
 /// Pairs one comparison may visit; past it the states count as different.
-const MAX_PAIRS: usize = 4_096;
+const MAX_PAIRS: usize = 1_024;
 /// Representatives of one shape a new state is compared with, the most recent first.
-const MAX_CANDIDATES: usize = 4;
+const MAX_CANDIDATES: usize = 2;
 
 /// The fewest bytes of each rule's texts (`u32::MAX` when it has none).
 pub(crate) fn shortest_texts(grammar: &Grammar) -> Vec<u32> {
@@ -155,6 +155,18 @@ fn shape(dfa: &Dfa, state: StateId) -> Vec<u32> {
     parts
 }
 
+/// Whether `s` and `t` have the same [`shape`].
+fn same_shape(dfa: &Dfa, s: StateId, t: StateId) -> bool {
+    let (s_lo, s_targets) = dfa.class_row(s);
+    let (t_lo, t_targets) = dfa.class_row(t);
+    dfa.is_accepting(s) == dfa.is_accepting(t)
+        && s_lo == t_lo
+        && s_targets.len() == t_targets.len()
+        && s_targets.iter().zip(t_targets).all(|(&a, &b)| (a == DEAD) == (b == DEAD))
+        && dfa.calls(s).len() == dfa.calls(t).len()
+        && dfa.calls(s).iter().zip(dfa.calls(t)).all(|(a, b)| a.0 == b.0)
+}
+
 /// One comparison of two states, pair by pair.
 struct Pairs<'a> {
     dfa: &'a Dfa,
@@ -177,7 +189,7 @@ impl Pairs<'_> {
             return None;
         }
         let dfa = self.dfa;
-        let same = shape(dfa, s) == shape(dfa, t) && {
+        let same = same_shape(dfa, s, t) && {
             let (_, s_targets) = dfa.class_row(s);
             let (_, t_targets) = dfa.class_row(t);
             let mut same = true;

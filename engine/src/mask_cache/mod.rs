@@ -332,9 +332,16 @@ impl MaskCache {
         top: Position,
         parent: Position,
     ) -> Arc<PositionMask> {
-        let key = (top, self.representative(grammar, parent));
-        if let Some(stored) = Self::find(&self.through, &key) {
+        // Most lookups find the entry of this very return position; the representative
+        // is looked for on a miss.
+        if let Some(stored) = Self::find(&self.through, &(top, parent)) {
             return stored;
+        }
+        let key = (top, self.representative(grammar, parent));
+        if key.1 != parent {
+            if let Some(stored) = Self::find(&self.through, &key) {
+                return stored;
+            }
         }
         let view = self.view(grammar, parent.rule);
         let start = Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
@@ -361,14 +368,23 @@ impl MaskCache {
         frames: &[Position],
         dependent: &[SortedPos],
     ) -> Result<Option<Arc<ParentMask>>, MatchError> {
-        // The top as it is (its entry's dependent tokens are the ones classified), the
-        // return positions below it by their representatives.
-        let mut key: ParentKey = [None; 3];
-        for (i, (k, &position)) in key.iter_mut().zip(frames.iter().rev()).enumerate() {
-            *k = Some(if i == 0 { position } else { self.representative(grammar, position) });
+        let mut exact: ParentKey = [None; 3];
+        for (k, &position) in exact.iter_mut().zip(frames.iter().rev()) {
+            *k = Some(position);
         }
-        if let Some(stored) = Self::find(&self.parent, &key) {
+        if let Some(stored) = Self::find(&self.parent, &exact) {
             return Ok(Some(stored));
+        }
+        // On a miss: the top as it is (its entry's dependent tokens are the ones
+        // classified), the return positions below it by their representatives.
+        let mut key = exact;
+        for k in key.iter_mut().skip(1).flatten() {
+            *k = self.representative(grammar, *k);
+        }
+        if key != exact {
+            if let Some(stored) = Self::find(&self.parent, &key) {
+                return Ok(Some(stored));
+            }
         }
         if dependent.len() > MAX_PARENT_DEPENDENT && !self.met_before(key) {
             return Ok(None);
