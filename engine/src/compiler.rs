@@ -468,7 +468,7 @@ impl Compiler {
         let n = grammar.rules.len();
         let recipe = Recipe {
             classes,
-            linear: RightLinear::of(&grammar),
+            linear: RightLinear::of(&grammar, passes.inline_max_rule_size),
             spliced: (0..n).map(|r| passes::is_spliced(&grammar.rules, r, grammar.root)).collect(),
             token_index,
             keep_calls: grammar

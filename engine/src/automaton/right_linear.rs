@@ -11,11 +11,14 @@
 //! The *linear* rules are the members of right-linear groups (strongly connected
 //! components of the reference graph, recursive, whose every reference between members
 //! is in tail position: the last item of a sequence, an alternative, never inside a
-//! repetition), and the rules whose every reference is in tail position to a linear rule
-//! (the states before such a loop). The automaton of a linear rule that a rule outside
-//! them refers to (an *entry*, or the root) reads every linear rule it reaches through
-//! tail references in place, so it calls none of them. The other linear rules get no
-//! automaton of their own (the compiler builds only what some automaton calls).
+//! repetition), the leaves (rules that refer to none) that every reference reaches in
+//! tail position (a large one only at the end of a chain, see [`RightLinear::of`]), and
+//! the rules whose every reference is in tail position to a linear
+//! rule (the states before such a loop, or the chain of states a pattern with a length
+//! bound is written as, ending in leaves). The automaton of a linear rule that a rule
+//! outside them refers to (an *entry*, or the root) reads every linear rule it reaches
+//! through tail references in place, so it calls none of them. The other linear rules
+//! get no automaton of their own (the compiler builds only what some automaton calls).
 
 use crate::passes::strongly_connected;
 use grammask_syntax::ir::{Grammar, RuleId};
@@ -30,10 +33,48 @@ pub(crate) struct RightLinear {
 }
 
 impl RightLinear {
-    /// The linear rules of `grammar` (after the passes).
-    pub(crate) fn of(grammar: &Grammar) -> RightLinear {
+    /// The linear rules of `grammar` (after the passes). A leaf whose body weighs more than
+    /// `max_leaf_weight` ([`grammask_syntax::ir::Expr::weight`]) is linear only where no
+    /// entry refers to it directly (it ends a chain of states), so that a large rule
+    /// ending an alternative stays an automaton of its own, built only when a generation
+    /// enters it.
+    pub(crate) fn of(grammar: &Grammar, max_leaf_weight: usize) -> RightLinear {
         let n = grammar.rules.len();
         let (components, adj, _) = strongly_connected(grammar);
+        // The leaves every reference reaches in tail position.
+        let mut leaves = vec![true; n];
+        for (r, rule) in grammar.rules.iter().enumerate() {
+            rule.body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
+                leaves[r] = false;
+                leaves[callee.index()] &= tail;
+            });
+        }
+        loop {
+            let solved = Self::solve(grammar, &components, &adj, &leaves);
+            let mut dropped = false;
+            for (callees, _) in adj.iter().zip(&solved.entry).filter(|&(_, &e)| e) {
+                for &callee in callees {
+                    if leaves[callee] && grammar.rules[callee].body.weight() > max_leaf_weight {
+                        leaves[callee] = false;
+                        dropped = true;
+                    }
+                }
+            }
+            if !dropped {
+                return solved;
+            }
+        }
+    }
+
+    /// The linear rules and entries when the linear leaves are `leaves`; `components`
+    /// and `adj` as [`strongly_connected`] gives them.
+    fn solve(
+        grammar: &Grammar,
+        components: &[Vec<usize>],
+        adj: &[Vec<usize>],
+        leaves: &[bool],
+    ) -> RightLinear {
+        let n = grammar.rules.len();
         let mut linear = vec![false; n];
         // Callees' components come first, so a rule's callees are decided before it.
         for component in components {
@@ -53,10 +94,10 @@ impl RightLinear {
                         tail && linear[callee.index()]
                     };
                 });
-                ok && refers
+                ok && (refers || leaves[r])
             });
             if qualifies {
-                for &r in &component {
+                for &r in component {
                     linear[r] = true;
                 }
             }
@@ -118,7 +159,7 @@ mod tests {
                 Expr::choice(vec![Expr::literal("z"), Expr::seq(vec![Expr::literal("x"), r("a")])])
             }),
         ]);
-        let linear = RightLinear::of(&g);
+        let linear = RightLinear::of(&g, 1000);
         let id = |name: &str| RuleId::new(g.rules.iter().position(|r| r.name == name).unwrap());
         assert!(!linear.is_linear(id("root")));
         assert!(linear.is_linear(id("a")) && linear.is_linear(id("b")));
@@ -128,18 +169,73 @@ mod tests {
     }
 
     #[test]
-    fn rules_leading_into_a_group_at_their_ends_are_linear_and_leaves_are_not() {
+    fn rules_leading_into_a_group_at_their_ends_are_linear() {
         let g = grammar(&[
-            ("root", |r| Expr::seq(vec![r("pre"), Expr::literal(":"), r("leaf")])),
+            ("root", |r| Expr::seq(vec![r("pre"), Expr::literal(":"), r("inner")])),
             ("pre", |r| Expr::choice(vec![Expr::seq(vec![Expr::literal("p"), r("a")]), r("a")])),
             ("a", |r| Expr::choice(vec![Expr::Empty, Expr::seq(vec![Expr::literal("y"), r("a")])])),
+            ("inner", |r| Expr::seq(vec![r("leaf"), Expr::literal("!")])),
             ("leaf", |_| Expr::literal("z")),
         ]);
-        let linear = RightLinear::of(&g);
+        let linear = RightLinear::of(&g, 1000);
         let id = |name: &str| RuleId::new(g.rules.iter().position(|r| r.name == name).unwrap());
         assert!(linear.is_linear(id("pre")) && linear.is_entry(id("pre")));
         assert!(linear.is_linear(id("a")) && !linear.is_entry(id("a")));
-        assert!(!linear.is_linear(id("leaf")) && !linear.is_linear(id("root")));
+        // `leaf` is followed by "!" where `inner` refers to it.
+        assert!(!linear.is_linear(id("leaf")) && !linear.is_linear(id("inner")));
+        assert!(!linear.is_linear(id("root")));
+    }
+
+    #[test]
+    fn a_chain_of_states_ending_in_leaves_is_read_in_place_by_its_entry() {
+        // What a pattern with a length bound is written as: no recursion, every state
+        // moving to the next at its end, the last states leaves.
+        let g = grammar(&[
+            ("root", |r| Expr::seq(vec![Expr::literal("\""), r("s0"), Expr::literal("\"")])),
+            ("s0", |r| {
+                Expr::choice(vec![
+                    Expr::seq(vec![Expr::literal("a"), r("s1")]),
+                    Expr::seq(vec![Expr::literal("b"), r("s2")]),
+                ])
+            }),
+            ("s1", |r| {
+                Expr::choice(vec![Expr::Empty, Expr::seq(vec![Expr::literal("c"), r("end")])])
+            }),
+            ("s2", |r| Expr::seq(vec![Expr::literal("e"), r("end")])),
+            ("end", |_| Expr::literal("d")),
+        ]);
+        let id = |name: &str| RuleId::new(g.rules.iter().position(|r| r.name == name).unwrap());
+        // A leaf at the end of a chain is read in place whatever its size.
+        for max_leaf_weight in [0, 1000] {
+            let linear = RightLinear::of(&g, max_leaf_weight);
+            assert!(["s0", "s1", "s2", "end"].iter().all(|&r| linear.is_linear(id(r))));
+            assert!(linear.is_entry(id("s0")));
+            assert!(["s1", "s2", "end"].iter().all(|&r| !linear.is_entry(id(r))));
+            assert!(!linear.is_linear(id("root")));
+        }
+    }
+
+    #[test]
+    fn a_large_leaf_that_an_entry_refers_to_stays_a_call() {
+        let g = grammar(&[
+            ("root", |r| Expr::seq(vec![Expr::literal("("), r("x"), Expr::literal(")")])),
+            ("x", |r| {
+                Expr::choice(vec![
+                    Expr::seq(vec![Expr::literal("a"), r("big")]),
+                    Expr::seq(vec![Expr::literal("b"), r("small")]),
+                ])
+            }),
+            ("big", |_| Expr::choice(vec![Expr::literal("yes"), Expr::literal("no")])),
+            ("small", |_| Expr::literal("z")),
+        ]);
+        let id = |name: &str| RuleId::new(g.rules.iter().position(|r| r.name == name).unwrap());
+        let linear = RightLinear::of(&g, 1000);
+        assert!(["x", "big", "small"].iter().all(|&r| linear.is_linear(id(r))));
+        assert!(linear.is_entry(id("x")) && !linear.is_entry(id("big")));
+        // `big` (weight 3) over the bound: `x` calls it, so `x` is no longer linear.
+        let bounded = RightLinear::of(&g, 2);
+        assert!(!bounded.is_linear(id("big")) && !bounded.is_linear(id("x")));
+        assert!(bounded.is_linear(id("small")) && bounded.is_entry(id("small")));
     }
 
     #[test]
@@ -154,7 +250,7 @@ mod tests {
                 ])
             }),
         ]);
-        assert!(!RightLinear::of(&nested).is_linear(RuleId::new(1)));
+        assert!(!RightLinear::of(&nested, 1000).is_linear(RuleId::new(1)));
         let repeated = grammar(&[
             ("root", |r| r("a")),
             ("a", |r| {
@@ -167,6 +263,6 @@ mod tests {
                 ])
             }),
         ]);
-        assert!(!RightLinear::of(&repeated).is_linear(RuleId::new(1)));
+        assert!(!RightLinear::of(&repeated, 1000).is_linear(RuleId::new(1)));
     }
 }
