@@ -58,7 +58,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 /// already, which the classification cannot, so at positions met once (long `maxLength`
 /// strings, where tens of thousands of tokens may end the string) the entry would cost
 /// more than the walk it spares; at positions met again (the keys of an open object) it
-/// spares every later walk.
+/// spares every later walk. A top inside a leaf rule is classified at its first visit
+/// whatever the count: that classification reads two automata by table lookups, several
+/// times cheaper per token than the walk (the chunks of long `maxLength` strings).
 const MAX_PARENT_DEPENDENT: usize = 8_192;
 
 /// The key of a parent entry: the frames' positions, top first; `None` for unused
@@ -386,7 +388,9 @@ impl MaskCache {
                 return Ok(Some(stored));
             }
         }
-        if dependent.len() > MAX_PARENT_DEPENDENT && !self.met_before(key) {
+        // Inside a leaf rule: classified at the first visit (see `MAX_PARENT_DEPENDENT`).
+        let in_leaf = matches!(frames, &[_, top] if self.slots(grammar, top.rule).leaf);
+        if dependent.len() > MAX_PARENT_DEPENDENT && !in_leaf && !self.met_before(key) {
             return Ok(None);
         }
         let computed = counters::timed(counters::Work::ParentFill, || {
