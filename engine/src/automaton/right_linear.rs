@@ -13,12 +13,12 @@
 //! is in tail position: the last item of a sequence, an alternative, never inside a
 //! repetition), the leaves (rules that refer to none) that every reference reaches in
 //! tail position (a large one only at the end of a chain, see [`RightLinear::of`]), and
-//! the rules whose every reference is in tail position to a linear
-//! rule (the states before such a loop, or the chain of states a pattern with a length
-//! bound is written as, ending in leaves). The automaton of a linear rule that a rule
-//! outside them refers to (an *entry*, or the root) reads every linear rule it reaches
-//! through tail references in place, so it calls none of them. The other linear rules
-//! get no automaton of their own (the compiler builds only what some automaton calls).
+//! the rules whose every reference is in tail position to a linear rule (the states
+//! before such a loop, or the chain of states a pattern with a length bound is written
+//! as, ending in leaves). The automaton of a linear rule that a rule outside them refers
+//! to (an *entry*, or the root) reads every linear rule it reaches through tail
+//! references in place, so it calls none of them. The other linear rules get no
+//! automaton of their own (the compiler builds only what some automaton calls).
 
 use crate::passes::strongly_connected;
 use grammask_syntax::ir::{Grammar, RuleId};

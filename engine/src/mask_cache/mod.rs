@@ -388,9 +388,10 @@ impl MaskCache {
                 return Ok(Some(stored));
             }
         }
-        // Inside a leaf rule: classified at the first visit (see `MAX_PARENT_DEPENDENT`).
-        let in_leaf = matches!(frames, &[_, top] if self.slots(grammar, top.rule).leaf);
-        if dependent.len() > MAX_PARENT_DEPENDENT && !in_leaf && !self.met_before(key) {
+        if dependent.len() > MAX_PARENT_DEPENDENT
+            && !self.top_in_leaf(grammar, frames)
+            && !self.met_before(key)
+        {
             return Ok(None);
         }
         let computed = counters::timed(counters::Work::ParentFill, || {
@@ -419,6 +420,12 @@ impl MaskCache {
         Position { rule: position.rule, state }
     }
 
+    /// Whether `frames` (bottom first) are a return position and a top inside a leaf
+    /// rule, whose parent entry [`MaskCache::classify_under`] reads by table lookups.
+    fn top_in_leaf(&self, grammar: &CompiledGrammar, frames: &[Position]) -> bool {
+        matches!(frames, &[_, top] if self.slots(grammar, top.rule).leaf)
+    }
+
     /// The classification of a parent entry ([`MaskCache::parent_entry`]).
     fn classify_under(
         &self,
@@ -431,7 +438,7 @@ impl MaskCache {
             // caller's at the cost of a table lookup a byte; only the tokens it leaves
             // (those that may enter a rule the caller calls, or leave the caller's rule)
             // are walked with the stack's frames.
-            &[parent, top] if self.slots(grammar, top.rule).leaf => {
+            &[parent, top] if self.top_in_leaf(grammar, frames) => {
                 let start =
                     Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
                 let view = self.view(grammar, parent.rule);
