@@ -91,7 +91,10 @@ pub fn regex_to_ir(
     opts: RegexOptions,
 ) -> Result<Expr, Diagnostic> {
     let _ = builder;
-    let hir = parse_hir(pattern)?;
+    let mut hir = parse_hir(pattern)?;
+    if !opts.whole_match {
+        hir = search_core(hir);
+    }
     let lowering = Lowering { encoding: opts.encoding, pattern };
     let forms = lowering.top(&hir)?;
     if forms.is_empty() {
@@ -214,6 +217,29 @@ fn parse_hir(pattern: &str) -> Result<Hir, Diagnostic> {
             Diagnostic::global(format!("invalid regex `{pattern}`: {detail}"))
         },
     )
+}
+
+/// The part of a search pattern (JSON Schema's `pattern`, unanchored unless `^`/`$` say
+/// otherwise) that decides whether a text matches: the top-level concatenation without
+/// the leading and trailing items that match the empty text and hold no anchor. A text
+/// holds a match of `N S M` (`N`, `M` such items) exactly when it holds one of `S`, so
+/// `\d+\.\d+\.\d+-?.*` searches as `\d+\.\d+\.\d+`, and its automaton need not follow
+/// a trailing `.*` beside the padding `.*` of the search. A pattern whose every item may
+/// be empty is kept whole (it matches every text).
+fn search_core(hir: Hir) -> Hir {
+    let mut top = &hir;
+    while let HirKind::Capture(c) = top.kind() {
+        top = &c.sub;
+    }
+    let HirKind::Concat(items) = top.kind() else { return hir };
+    let optional =
+        |h: &Hir| h.properties().minimum_len() == Some(0) && h.properties().look_set().is_empty();
+    let Some(first) = items.iter().position(|h| !optional(h)) else { return hir };
+    let last = items.iter().rposition(|h| !optional(h)).unwrap_or(first);
+    if first == 0 && last + 1 == items.len() {
+        return hir;
+    }
+    Hir::concat(items[first..=last].to_vec())
 }
 
 fn unsupported(pattern: &str, what: &str) -> Diagnostic {
@@ -615,7 +641,10 @@ pub fn regex_to_ir_with_length(
     min: u64,
     max: Option<u64>,
 ) -> Result<Option<Expr>, Diagnostic> {
-    let hir = parse_hir(pattern)?;
+    let mut hir = parse_hir(pattern)?;
+    if !opts.whole_match {
+        hir = search_core(hir);
+    }
     let lowering = Lowering { encoding: opts.encoding, pattern };
     lowering.with_length(&hir, opts.whole_match, min, max)
 }
@@ -816,7 +845,7 @@ impl Lowering<'_> {
 ///
 /// `Ok(None)` for other shapes.
 pub fn regex_complement(pattern: &str, encoding: CharEncoding) -> Result<Option<Expr>, Diagnostic> {
-    let hir = parse_hir(pattern)?;
+    let hir = search_core(parse_hir(pattern)?);
     let mut h: &Hir = &hir;
     while let HirKind::Capture(c) = h.kind() {
         h = &c.sub;
@@ -935,6 +964,18 @@ mod tests {
             let e = parse_regex(p).unwrap_err();
             assert_eq!(e.0[0].category, Category::Unsupported, "{p}");
         }
+    }
+
+    #[test]
+    fn a_search_drops_the_ends_that_may_match_nothing() {
+        let core = |p: &str| search_core(parse_hir(p).unwrap());
+        let hir = |p: &str| parse_hir(p).unwrap();
+        assert_eq!(core(r"\d+\.\d+\.\d+-?.*"), hir(r"\d+\.\d+\.\d+"));
+        assert_eq!(core("(.*foo(bar)?)"), hir("foo"));
+        assert_eq!(core("^a.*"), hir("^a"));
+        // An anchor stops the trimming; a pattern that may match nothing stays whole.
+        assert_eq!(core("a.*$"), hir("a.*$"));
+        assert_eq!(core("x*y?"), hir("x*y?"));
     }
 
     #[test]
