@@ -91,10 +91,7 @@ pub fn regex_to_ir(
     opts: RegexOptions,
 ) -> Result<Expr, Diagnostic> {
     let _ = builder;
-    let mut hir = parse_hir(pattern)?;
-    if !opts.whole_match {
-        hir = search_core(hir);
-    }
+    let hir = parse_pattern(pattern, opts.whole_match)?;
     let lowering = Lowering { encoding: opts.encoding, pattern };
     let forms = lowering.top(&hir)?;
     if forms.is_empty() {
@@ -217,6 +214,13 @@ fn parse_hir(pattern: &str) -> Result<Hir, Diagnostic> {
             Diagnostic::global(format!("invalid regex `{pattern}`: {detail}"))
         },
     )
+}
+
+/// The HIR of `pattern`: whole when it must match the whole text, else (a search) its
+/// [`search_core`].
+fn parse_pattern(pattern: &str, whole_match: bool) -> Result<Hir, Diagnostic> {
+    let hir = parse_hir(pattern)?;
+    Ok(if whole_match { hir } else { search_core(hir) })
 }
 
 /// The part of a search pattern (JSON Schema's `pattern`, unanchored unless `^`/`$` say
@@ -641,10 +645,7 @@ pub fn regex_to_ir_with_length(
     min: u64,
     max: Option<u64>,
 ) -> Result<Option<Expr>, Diagnostic> {
-    let mut hir = parse_hir(pattern)?;
-    if !opts.whole_match {
-        hir = search_core(hir);
-    }
+    let hir = parse_pattern(pattern, opts.whole_match)?;
     let lowering = Lowering { encoding: opts.encoding, pattern };
     lowering.with_length(&hir, opts.whole_match, min, max)
 }
@@ -845,7 +846,7 @@ impl Lowering<'_> {
 ///
 /// `Ok(None)` for other shapes.
 pub fn regex_complement(pattern: &str, encoding: CharEncoding) -> Result<Option<Expr>, Diagnostic> {
-    let hir = search_core(parse_hir(pattern)?);
+    let hir = parse_pattern(pattern, false)?;
     let mut h: &Hir = &hir;
     while let HirKind::Capture(c) = h.kind() {
         h = &c.sub;
