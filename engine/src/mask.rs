@@ -8,8 +8,9 @@
 //! With the adaptive token mask cache on (the default), the walk only visits the
 //! context-dependent tokens of each stack's position ([`crate::mask_cache`]); the rest
 //! come from the cache. A position under a return position has those tokens classified
-//! once more with it (a parent entry), and the walk then visits only the ones that may
-//! return below it. A position inside a leaf rule that the cache walks through is
+//! once more with it (a parent entry), those that may return below it once more with the
+//! next return position, and the walk then visits only the ones that may return below
+//! both. A position inside a leaf rule that the cache walks through is
 //! classified with its return position from the first visit (a through entry).
 //!
 //! A token is allowed when its last byte is read by some stack. Every automaton state
@@ -120,26 +121,40 @@ fn fill_text(
         }
     }
     for (config, entry, below) in dependent {
-        // Deeper first: most of these tokens end inside the rule below.
+        // Deeper first: most of these tokens end inside the rule below. `frames`: the top
+        // and up to two return positions below it, bottom first.
         let mut frames = [config.top; 3];
         let mut stack = config.clone();
         let mut n = 1;
-        while n <= below {
+        while n < frames.len() {
             let Some(next) = stack.pop() else { break };
             frames[n] = next.top;
             stack = next;
             n += 1;
         }
+        frames[..n].reverse();
         // A shorter stack is classified whole: the root's own dependent tokens (those
         // that enter a callee such as `json-value` after some bytes) are then decided
         // once, not walked at every visit.
-        frames[..n].reverse();
-        let deeper = cache.parent_entry(grammar, &frames[..n], &entry.dependent)?;
-        if let Some(deeper) = &deeper {
+        let first = n.min(below + 1);
+        let mut held = cache.parent_entry(grammar, &frames[n - first..n], &entry.dependent)?;
+        if let Some(deeper) = &held {
             deeper.accepted.apply(bitmask);
             counters::add(Path::ParentEntry, || entry.dependent.len() - deeper.dependent.len());
         }
-        let remaining = deeper.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
+        // A position's own tokens that may return below its return position (`"}` at
+        // the end of an object's member) are classified once more, one frame deeper.
+        if let Some(deeper) = held.as_ref().filter(|d| first < n && !d.dependent.is_empty()) {
+            let deepest = cache.parent_entry(grammar, &frames[..n], &deeper.dependent)?;
+            if let Some(deepest) = deepest {
+                deepest.accepted.apply(bitmask);
+                counters::add(Path::ParentEntry, || {
+                    deeper.dependent.len() - deepest.dependent.len()
+                });
+                held = Some(deepest);
+            }
+        }
+        let remaining = held.as_ref().map_or(&entry.dependent[..], |d| &d.dependent[..]);
         if !remaining.is_empty() {
             let seed = Closure { configs: vec![config.clone()], can_end: false };
             counters::timed(Work::StackWalk, || {
@@ -204,6 +219,53 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// The closures after each prefix of the text read last, kept so that the next text
+/// (in byte order) reads only the bytes past the prefix it shares with it.
+struct Levels {
+    /// `closures[d]`: the closure after the first `d` bytes of the text read last.
+    closures: Vec<Closure>,
+    /// `ended_by[d]`: whether a closure after 1..=`d` bytes could return below the
+    /// bottom.
+    ended_by: Vec<bool>,
+    /// `closures[0..=depth]` hold for the text read last.
+    depth: usize,
+    /// The stacks after one byte, before their closure.
+    raw: Vec<Stack>,
+}
+
+impl Levels {
+    /// Levels holding only `seed`, the closure before any byte.
+    fn new(seed: &Closure) -> Levels {
+        Levels { closures: vec![seed.clone()], ended_by: vec![false], depth: 0, raw: Vec::new() }
+    }
+
+    /// Reads `bytes`, whose first `shared` bytes are those of the text read last (their
+    /// closures are reused up to the depth kept); returns the index of the byte no
+    /// stack reads, if there is one.
+    fn read(
+        &mut self,
+        grammar: &CompiledGrammar,
+        bytes: &[u8],
+        shared: usize,
+    ) -> Result<Option<usize>, MatchError> {
+        self.depth = shared.min(self.depth);
+        for (d, &b) in bytes.iter().enumerate().skip(self.depth) {
+            step_byte_into(grammar, &self.closures[d].configs, b, &mut self.raw);
+            if self.raw.is_empty() {
+                return Ok(Some(d));
+            }
+            if self.closures.len() <= d + 1 {
+                self.closures.push(Closure::default());
+                self.ended_by.push(false);
+            }
+            close_into(grammar, &self.raw, &mut self.closures[d + 1])?;
+            self.ended_by[d + 1] = self.ended_by[d] || self.closures[d + 1].can_end;
+            self.depth = d + 1;
+        }
+        Ok(None)
+    }
+}
+
 /// The sorted-vocabulary walk from `seed`: over every token (`positions` is `None`) or
 /// over the listed sorted-vocabulary positions (ascending). Sets the bit of each token
 /// some stack reads to its end; tokens already set are not walked again.
@@ -226,13 +288,8 @@ fn walk(
     let count = positions.map_or(sorted.len(), <[SortedPos]>::len);
     counters::add(Path::StackWalk, || count);
     let position = |k: usize| positions.map_or(k, |p| p[k].index());
-    // levels[d]: the closure after the first d bytes of the current token.
-    let mut levels: Vec<Closure> = vec![seed.clone()];
-    // ended_by[d]: whether a closure after 1..=d bytes could return below the bottom.
-    let mut ended_by: Vec<bool> = vec![false];
-    let mut depth = 0usize; // levels[0..=depth] hold for the previous token's prefix
+    let mut levels = Levels::new(seed);
     let mut previous: &[u8] = &[];
-    let mut raw: Vec<Stack> = Vec::new();
     let mut k = 0usize;
     while k < count {
         let i = position(k);
@@ -245,32 +302,9 @@ fn walk(
         let shared = match positions {
             None => sorted.lcp(i),
             Some(_) => common_prefix_len(previous, bytes),
-        }
-        .min(depth);
-        depth = shared;
+        };
         previous = bytes;
-        let mut refused_at = None;
-        for (d, &b) in bytes.iter().enumerate().skip(shared) {
-            step_byte_into(grammar, &levels[d].configs, b, &mut raw);
-            if raw.is_empty() {
-                refused_at = Some(d);
-                break;
-            }
-            if levels.len() <= d + 1 {
-                levels.push(Closure::default());
-            }
-            close_into(grammar, &raw, &mut levels[d + 1])?;
-            if ended.is_some() {
-                let ended_here = ended_by[d] || levels[d + 1].can_end;
-                if ended_by.len() <= d + 1 {
-                    ended_by.push(ended_here);
-                } else {
-                    ended_by[d + 1] = ended_here;
-                }
-            }
-            depth = d + 1;
-        }
-        match refused_at {
+        match levels.read(grammar, bytes, shared)? {
             Some(d) => match positions {
                 None => k = sorted.next_without_prefix(i, d + 1),
                 Some(p) => {
@@ -280,7 +314,7 @@ fn walk(
                     while k < count && sorted.bytes(p[k].index()).starts_with(refused) {
                         k += 1;
                     }
-                    if let Some(ended) = ended.as_deref_mut().filter(|_| ended_by[d]) {
+                    if let Some(ended) = ended.as_deref_mut().filter(|_| levels.ended_by[d]) {
                         ended.extend_from_slice(&p[first..k]);
                     }
                 }
@@ -294,4 +328,87 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// Where the listed tokens (sorted-vocabulary positions, ascending) may leave the frame
+/// `top`, read from it alone: per token, whether some path reads it to its end inside
+/// the frame, and the offsets (bytes read, short of the whole token) after which the
+/// frame may return to the one below it.
+pub(crate) fn token_exits(
+    grammar: &CompiledGrammar,
+    top: Position,
+    positions: &[SortedPos],
+) -> Result<Vec<TokenExits>, MatchError> {
+    let sorted = grammar.vocab.sorted();
+    let mut levels = Levels::new(&Closure { configs: vec![Stack::root(top)], can_end: false });
+    let mut previous: &[u8] = &[];
+    let mut out = Vec::with_capacity(positions.len());
+    for &p in positions {
+        let bytes = sorted.bytes(p.index());
+        let shared = common_prefix_len(previous, bytes);
+        previous = bytes;
+        let refused = levels.read(grammar, bytes, shared)?;
+        // Prefixes read: every byte, or those before the one refused.
+        let read = refused.unwrap_or(bytes.len());
+        let offsets =
+            (1..=read.min(bytes.len().saturating_sub(1))).filter(|&d| levels.closures[d].can_end);
+        out.push(TokenExits {
+            token: p,
+            read_whole: refused.is_none() && !bytes.is_empty(),
+            offsets: offsets.map(|d| d as u16).collect(),
+        });
+    }
+    Ok(out)
+}
+
+/// Where one token may leave a frame ([`token_exits`]).
+#[derive(Debug)]
+pub(crate) struct TokenExits {
+    /// Its sorted-vocabulary position.
+    pub(crate) token: SortedPos,
+    /// Whether some path reads it to its end inside the frame.
+    pub(crate) read_whole: bool,
+    /// The bytes read when the frame may return, ascending, each short of the token.
+    pub(crate) offsets: smallvec::SmallVec<[u16; 2]>,
+}
+
+/// What reading a text from a closure whose bottom is a boundary gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Some stack reads it to its end.
+    Read,
+    /// No stack reads it, but a closure after some of its bytes could return below the
+    /// bottom: it depends on what lies below.
+    Below,
+    /// Refused whatever lies below.
+    Refused,
+}
+
+/// Reads each of `texts` (in byte order) from the stack of `frames` (return positions,
+/// bottom first, the top the position just returned to), whose bottom is a boundary.
+pub(crate) fn read_texts(
+    grammar: &CompiledGrammar,
+    frames: &[Position],
+    texts: &[&[u8]],
+) -> Result<Vec<Outcome>, MatchError> {
+    let mut stack = Stack::root(frames[0]);
+    for pair in frames.windows(2) {
+        stack = stack.push(pair[0], pair[1]);
+    }
+    let mut seed = Closure::default();
+    close_into(grammar, &[stack], &mut seed)?;
+    let mut levels = Levels::new(&seed);
+    let mut previous: &[u8] = &[];
+    let mut out = Vec::with_capacity(texts.len());
+    for &bytes in texts {
+        let shared = common_prefix_len(previous, bytes);
+        previous = bytes;
+        out.push(match levels.read(grammar, bytes, shared)? {
+            None if !bytes.is_empty() => Outcome::Read,
+            None => Outcome::Refused,
+            Some(d) if seed.can_end || levels.ended_by[d] => Outcome::Below,
+            Some(_) => Outcome::Refused,
+        });
+    }
+    Ok(out)
 }

@@ -467,13 +467,16 @@ pub(crate) fn close_into(
 ) -> Result<(), MatchError> {
     out.configs.clear();
     out.can_end = false;
-    // Fast path: one stack standing in a state that only reads input.
+    // Fast path: one stack standing in a state that calls nothing and cannot return
+    // (it does not accept, or it is the bottom frame).
     if let [only] = seeds {
         let dfa = grammar.dfa(only.top);
-        if dfa.calls(only.top.state).is_empty() && !dfa.is_accepting(only.top.state) {
+        let accepting = dfa.is_accepting(only.top.state);
+        if dfa.calls(only.top.state).is_empty() && (!accepting || only.depth() == 0) {
             if dfa.reads_input(only.top.state) {
                 out.configs.push(only.clone());
             }
+            out.can_end = accepting;
             return Ok(());
         }
     }

@@ -584,6 +584,74 @@ fn tokens_across_the_chunks_of_long_strings_give_the_same_masks() {
     }
 }
 
+/// The characters of a counted string are positions of their own, each met once. The
+/// tokens that leave the string and go on past what the return position's automaton
+/// reads (`",1,`, into one of two calls) are classified from the outcomes of their rests
+/// remembered at an earlier character, not read again. The string returns into two
+/// rules whose calls read the same rest differently (`x`'s read `,1,`, `y`'s refuse it),
+/// so a rest remembered under one return position and used under the other would change
+/// the masks; and the masks are those of the cache-free walk and of a grammar with every
+/// rule called.
+#[test]
+fn rests_of_tokens_leaving_a_string_are_shared_by_its_characters() {
+    let tokens: Vec<Vec<u8>> = [
+        "[", "]", "\"", ",", "1", "!", "a", "b", "aa", "aaaa", "\",", "\",1", "\",1,", "a\",1,",
+        "\",1!", "1,", "1!", "b]", ",\"",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    let v = with_stop_token(tokens);
+    // root ::= "[" x "," y "]"    x ::= s "," (p | q)    y ::= s "," (r | t)
+    // p ::= "1,a"    q ::= "1,b"    r ::= "1!a"    t ::= "1!b"    s ::= "\"" "a"{0,200} "\""
+    let mut b = GrammarBuilder::new();
+    let root = b.declare("root");
+    let [x, y, s] = ["x", "y", "s"].map(|name| b.declare(name));
+    let a = Expr::class(false, vec![('a', 'a')]);
+    b.define(
+        s,
+        Expr::seq(vec![Expr::literal("\""), Expr::repeat(a, 0, Some(200)), Expr::literal("\"")]),
+    );
+    for (caller, [one, two]) in [(x, ["1,a", "1,b"]), (y, ["1!a", "1!b"])] {
+        let calls = [one, two].map(|text| {
+            let rule = b.declare(text);
+            b.define(rule, Expr::literal(text));
+            Expr::Rule(rule)
+        });
+        let body = vec![Expr::Rule(s), Expr::literal(","), Expr::choice(calls.into())];
+        b.define(caller, Expr::seq(body));
+    }
+    let root_body =
+        [Expr::literal("["), Expr::Rule(x), Expr::literal(","), Expr::Rule(y), Expr::literal("]")];
+    b.define(root, Expr::seq(root_body.into()));
+    let grammars = cached_plain_and_called(&v, &b.finish(root).unwrap());
+    let text = format!("[\"{}\",1,a,\"{}\",1!b]", "a".repeat(90), "a".repeat(90));
+    fired(&[Path::ParentEntry, Path::RememberedRest], || {
+        let mut matchers: Vec<Matcher> = grammars.iter().map(|g| Matcher::new(g.clone())).collect();
+        let mut rest = text.as_str();
+        while !rest.is_empty() {
+            let masks: Vec<Vec<u32>> = matchers.iter().map(mask_of).collect();
+            assert!(masks.iter().all(|m| *m == masks[0]), "before {rest}");
+            assert_eq!(masks[0], accepted_one_by_one(&matchers[0]), "before {rest}");
+            // The longest token the text goes on with, as a tokenizer would pick.
+            let (id, len) = (0..v.vocab_size() as u32)
+                .filter_map(|id| v.token_bytes(id).map(|b| (id, b.len())))
+                .filter(|&(id, len)| {
+                    len > 0 && rest.as_bytes().starts_with(v.token_bytes(id).unwrap())
+                })
+                .max_by_key(|&(_, len)| len)
+                .unwrap();
+            assert!(masks[0].contains(&id), "before {rest}");
+            for m in &mut matchers {
+                m.accept_token(id).unwrap();
+            }
+            rest = &rest[len..];
+        }
+        assert!(matchers.iter().all(Matcher::can_terminate));
+    });
+    masked_walks_agree(&grammars, 0x61C8_8646_80B5_83EB, 30, 120, || {});
+}
+
 /// Values of any type (`json-value`, a recursive rule called from the root) after
 /// whitespace: the root's tokens that enter the call after some bytes (` true`, ` {"`,
 /// ` [1`) are classified once with the root as the whole stack, and tail calls (a value

@@ -30,11 +30,15 @@ pub enum Path {
     ParentEntry,
     /// Walked against the real stacks.
     StackWalk,
+    /// Classified, while a parent entry is filled, from the remembered outcomes of its
+    /// rests past the top frame (`super::suffixes`), none read again; such a token is
+    /// counted once more by the entry that decides it.
+    RememberedRest,
 }
 
 impl Path {
     /// Every path, in declaration order.
-    pub const ALL: [Path; 9] = [
+    pub const ALL: [Path; 10] = [
         Path::Slices,
         Path::Tails,
         Path::LoopState,
@@ -44,6 +48,7 @@ impl Path {
         Path::ThroughEntry,
         Path::ParentEntry,
         Path::StackWalk,
+        Path::RememberedRest,
     ];
 }
 
@@ -110,7 +115,7 @@ impl Counts {
 #[cfg(feature = "path-counters")]
 thread_local! {
     static COUNTS: std::cell::Cell<Counts> = const {
-        std::cell::Cell::new(Counts { tokens: [0; 9], nanos: [0; 5] })
+        std::cell::Cell::new(Counts { tokens: [0; Path::ALL.len()], nanos: [0; Work::ALL.len()] })
     };
 }
 

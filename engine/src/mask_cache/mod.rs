@@ -10,14 +10,19 @@
 //! - `runs`: the automaton analyses that say when a position may use those slices.
 //! - `equivalent`: return positions no token tells apart, which share through and
 //!   parent entries.
+//! - `suffixes`: the rests of tokens that leave a position, read once from the return
+//!   positions below it for every position above them.
 //! - [`counters`]: which path decided each token, for tests.
 //!
-//! Three kinds of entries share one memory bound (`Limits::max_mask_cache_bytes`):
+//! Three kinds of entries, and the rests of tokens, share one memory bound
+//! (`Limits::max_mask_cache_bytes`):
 //! - a position's own entry, one slot per automaton state;
 //! - a *through* entry: a position inside a rule walked through, with its return
 //!   position;
 //! - a *parent* entry: a position's context-dependent tokens classified once more under
-//!   the return positions below it.
+//!   the return positions below it;
+//! - the outcome of a token's rest, read from the return positions below the position
+//!   it leaves (`suffixes`).
 //!
 //! Past the bound an entry is computed for one mask and dropped: masks stay the same and
 //! only cost more.
@@ -28,6 +33,7 @@ mod entry;
 mod equivalent;
 mod runs;
 mod slicing;
+mod suffixes;
 
 pub(crate) use entry::{MaskEntry, ParentMask, PositionMask, TokenList};
 pub(crate) use runs::ClassReps;
@@ -51,6 +57,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use suffixes::RestKey;
 
 /// Positions with more context-dependent tokens than this are classified one frame
 /// deeper ([`MaskCache::parent_entry`]) only from their second visit under the same
@@ -84,6 +91,9 @@ pub(crate) struct MaskCache {
     /// The frames of positions with more than [`MAX_PARENT_DEPENDENT`] context-dependent
     /// tokens met once, whose parent entry is made at the next visit.
     met_once: Mutex<HashSet<ParentKey>>,
+    /// What the rests of tokens give, read from the frames below the positions they
+    /// leave ([`suffixes`]).
+    rests: Mutex<HashMap<RestKey, crate::mask::Outcome>>,
     /// The fewest bytes of each rule's texts ([`equivalent::shortest_texts`]), computed
     /// when return positions are first compared.
     shortest: OnceLock<Vec<u32>>,
@@ -162,6 +172,7 @@ impl MaskCache {
             through: Mutex::new(HashMap::new()),
             parent: Mutex::new(HashMap::new()),
             met_once: Mutex::new(HashSet::new()),
+            rests: Mutex::new(HashMap::new()),
             shortest: OnceLock::new(),
             longest_token: OnceLock::new(),
             bytes: AtomicUsize::new(0),
@@ -395,7 +406,7 @@ impl MaskCache {
             return Ok(None);
         }
         let computed = counters::timed(counters::Work::ParentFill, || {
-            self.classify_under(grammar, frames, dependent)
+            self.classify_under(grammar, frames, &key, dependent)
         })?;
         let bytes = computed.memory() + std::mem::size_of::<(ParentKey, Arc<ParentMask>)>();
         Ok(Some(self.keep_in(&self.parent, key, computed, bytes)))
@@ -426,30 +437,34 @@ impl MaskCache {
         matches!(frames, &[_, top] if self.slots(grammar, top.rule).leaf)
     }
 
-    /// The classification of a parent entry ([`MaskCache::parent_entry`]).
+    /// The classification of a parent entry ([`MaskCache::parent_entry`]) under the
+    /// frames `frames` (bottom first), `key` by their representatives.
     fn classify_under(
         &self,
         grammar: &CompiledGrammar,
         frames: &[Position],
+        key: &ParentKey,
         dependent: &[SortedPos],
     ) -> Result<Arc<ParentMask>, MatchError> {
+        let below = suffixes::below_key(key);
         Ok(Arc::new(match frames {
             // Inside a leaf rule: the classification walk reads its automaton and the
             // caller's at the cost of a table lookup a byte; only the tokens it leaves
             // (those that may enter a rule the caller calls, or leave the caller's rule)
-            // are walked with the stack's frames.
+            // are read with the stack's frames.
             &[parent, top] if self.top_in_leaf(grammar, frames) => {
                 let start =
                     Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
                 let view = self.view(grammar, parent.rule);
                 let mut mask = classify_listed(view, start, &grammar.vocab, dependent);
                 if !mask.dependent.is_empty() {
-                    let below = crate::mask::classify_below(grammar, frames, &mask.dependent)?;
-                    mask.accepted.extend(&below.accepted);
-                    mask.dependent = below.dependent;
+                    let split = self.classify_split(grammar, frames, below, &mask.dependent)?;
+                    mask.accepted.extend(&split.accepted);
+                    mask.dependent = split.dependent;
                 }
                 mask
             }
+            [_, _, ..] => self.classify_split(grammar, frames, below, dependent)?,
             _ => crate::mask::classify_below(grammar, frames, dependent)?,
         }))
     }
