@@ -56,7 +56,8 @@ struct Outlining<'a> {
 }
 
 /// Outlines inside `expr`; returns its size afterwards ([`Expr::size`] with classes
-/// lowered, computed on the way up so nested repetitions are not measured again) when
+/// lowered and each repetition left in place counted once per copy, as automata hold
+/// them; computed on the way up so nested repetitions are not measured again) when
 /// `measure` asks for it (inside a repetition of more than one copy), else 0.
 fn outline(
     expr: &mut Expr,
@@ -135,7 +136,8 @@ fn outline(
                 });
                 return 2;
             }
-            1 + size
+            // Copied in place: the automaton holds every copy.
+            1 + size.saturating_mul(copies)
         }
         Expr::Rule(r) if measure => ctx.spliced.get(r.index()).copied().flatten().unwrap_or(1),
         Expr::Class(_) if !measure => 0,
@@ -249,6 +251,23 @@ mod tests {
         let Expr::Repeat { expr, max: Some(300), .. } = &g.rules[0].body else { panic!() };
         assert_eq!(**expr, Expr::choice(vec![alternatives[0].clone(), Expr::Rule(RuleId::new(1))]));
         assert!(super::super::is_escape(&g.rules[1]), "{:?}", g.rules[1]);
+    }
+
+    #[test]
+    fn a_body_holding_a_long_counted_run_is_repeated_as_a_call() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        // A few nodes, but 255 copies of the class in every copy of the body.
+        let item = Expr::seq(vec![
+            Expr::literal("{"),
+            Expr::repeat(Expr::class(false, vec![('a', 'z')]), 1, Some(255)),
+            Expr::literal("}"),
+        ]);
+        b.define(root, Expr::repeat(item.clone(), 0, Some(40)));
+        let g = outline_repetitions(b.finish(root).unwrap());
+        assert_eq!(g.rules.len(), 2);
+        assert_eq!(g.rules[0].body, Expr::repeat(Expr::Rule(RuleId::new(1)), 0, Some(40)));
+        assert_eq!(g.rules[1].body, item);
     }
 
     #[test]

@@ -15,7 +15,8 @@ use super::Converter;
 use crate::ir::Expr;
 use crate::regex::never;
 
-/// Largest body (IR nodes) copied by a repetition; larger ones become a rule.
+/// Largest body copied by a repetition, by weight ([`Expr::weight`]: a nested bounded
+/// repetition counts once per copy); larger ones become a rule.
 const MAX_COPIED: usize = 64;
 /// Items per chunk.
 pub const CHUNK: u32 = 32;
@@ -27,7 +28,7 @@ impl Converter<'_> {
             return never();
         }
         let large = |n: u32| n > 2 * CHUNK;
-        let x = if x.size() > MAX_COPIED && max.unwrap_or(min) > 1 {
+        let x = if x.weight() > MAX_COPIED && max.unwrap_or(min) > 1 {
             Expr::Rule(self.b.add_fresh("repeated", x))
         } else {
             x
