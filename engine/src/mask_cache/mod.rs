@@ -57,7 +57,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use suffixes::RestKey;
+use suffixes::Rests;
 
 /// Positions with more context-dependent tokens than this are classified one frame
 /// deeper ([`MaskCache::parent_entry`]) only from their second visit under the same
@@ -93,7 +93,7 @@ pub(crate) struct MaskCache {
     met_once: Mutex<HashSet<ParentKey>>,
     /// What the rests of tokens give, read from the frames below the positions they
     /// leave ([`suffixes`]).
-    rests: Mutex<HashMap<RestKey, crate::mask::Outcome>>,
+    rests: Mutex<Rests>,
     /// The fewest bytes of each rule's texts ([`equivalent::shortest_texts`]), computed
     /// when return positions are first compared.
     shortest: OnceLock<Vec<u32>>,

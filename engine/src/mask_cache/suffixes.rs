@@ -21,24 +21,23 @@ use crate::error::MatchError;
 use crate::ids::SortedPos;
 use crate::mask::{read_texts, token_exits, Outcome, TokenExits};
 use crate::stack::Position;
+use std::collections::HashMap;
 use std::sync::PoisonError;
 
 /// The frames below a top, by their representatives, top first (`None` for unused
 /// frames): the part of a [`ParentKey`] past its top.
 pub(crate) type BelowKey = [Option<Position>; 2];
 
-/// Where a token's rest is read: the frames below the top, the token, and the bytes it
-/// read before leaving the top.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct RestKey {
-    below: BelowKey,
-    token: SortedPos,
-    offset: u16,
-}
+/// A token's rest, under the frames below the top it leaves: the token and the bytes it
+/// read before leaving.
+pub(crate) type Rest = (SortedPos, u16);
+
+/// What the rests of tokens give, by the frames below the tops they leave.
+pub(crate) type Rests = HashMap<BelowKey, HashMap<Rest, Outcome>>;
 
 /// Heap bytes one remembered outcome is counted for (its map slot, with the map's
 /// spare room).
-const OUTCOME_BYTES: usize = 2 * std::mem::size_of::<(RestKey, Outcome)>();
+const OUTCOME_BYTES: usize = 2 * std::mem::size_of::<(Rest, Outcome)>();
 
 /// The frames below the top of a parent entry's key.
 pub(crate) fn below_key(key: &ParentKey) -> BelowKey {
@@ -61,15 +60,17 @@ impl MaskCache {
         let exits = token_exits(grammar, top, dependent)?;
         // One outcome per (token, offset) of the tokens not read inside the top, in
         // order: those remembered, then those read now.
-        let rests: Vec<RestKey> = exits
+        let rests: Vec<Rest> = exits
             .iter()
             .filter(|e| !e.read_whole)
             .flat_map(|e| e.offsets.iter().map(move |&offset| (e.token, offset)))
-            .map(|(token, offset)| RestKey { below, token, offset })
             .collect();
         let mut outcomes: Vec<Option<Outcome>> = {
             let known = self.rests.lock().unwrap_or_else(PoisonError::into_inner);
-            rests.iter().map(|k| known.get(k).copied()).collect()
+            match known.get(&below) {
+                Some(known) => rests.iter().map(|k| known.get(k).copied()).collect(),
+                None => vec![None; rests.len()],
+            }
         };
         counters::add(Path::RememberedRest, || {
             let mut known = outcomes.iter();
@@ -80,7 +81,7 @@ impl MaskCache {
             exits.iter().filter(|e| !e.read_whole).filter(|e| all_known(e)).count()
         });
         let sorted = grammar.vocab.sorted();
-        let rest_bytes = |k: &RestKey| &sorted.bytes(k.token.index())[k.offset as usize..];
+        let rest_bytes = |&(token, offset): &Rest| &sorted.bytes(token.index())[offset as usize..];
         let mut missing: Vec<usize> = (0..rests.len()).filter(|&i| outcomes[i].is_none()).collect();
         if !missing.is_empty() {
             missing.sort_by(|&a, &b| rest_bytes(&rests[a]).cmp(rest_bytes(&rests[b])));
@@ -92,6 +93,7 @@ impl MaskCache {
             // Past the memory bound the outcomes serve this entry only.
             let _ = self.keep((), missing.len() * OUTCOME_BYTES, |()| {
                 let mut known = self.rests.lock().unwrap_or_else(PoisonError::into_inner);
+                let known = known.entry(below).or_default();
                 for (&i, &outcome) in missing.iter().zip(&read) {
                     known.insert(rests[i], outcome);
                 }
