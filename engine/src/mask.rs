@@ -198,11 +198,7 @@ pub(crate) fn classify_below(
     dependent: &[SortedPos],
 ) -> Result<ParentMask, MatchError> {
     // Returning below the bottom frame ends the stack (`can_end`).
-    let mut stack = Stack::root(frames[0]);
-    for pair in frames.windows(2) {
-        stack = stack.push(pair[0], pair[1]);
-    }
-    let seed = Closure { configs: vec![stack], can_end: false };
+    let seed = Closure { configs: vec![stack_of(frames)], can_end: false };
     let mut bits = vec![0u32; bitmask_len(grammar.vocab.vocab_size())];
     let mut still = Vec::new();
     walk(grammar, &seed, Some(dependent), &mut bits, Some(&mut still))?;
@@ -213,6 +209,15 @@ pub(crate) fn classify_below(
         .filter(|&id| get_bit(&bits, id))
         .collect();
     Ok(ParentMask { accepted: TokenList::Ids(accepted), dependent: still })
+}
+
+/// The stack of `frames` (positions, bottom first, the last its top) and nothing below.
+fn stack_of(frames: &[Position]) -> Stack {
+    let mut stack = Stack::root(frames[0]);
+    for pair in frames.windows(2) {
+        stack = stack.push(pair[0], pair[1]);
+    }
+    stack
 }
 
 fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
@@ -391,12 +396,8 @@ pub(crate) fn read_texts(
     frames: &[Position],
     texts: &[&[u8]],
 ) -> Result<Vec<Outcome>, MatchError> {
-    let mut stack = Stack::root(frames[0]);
-    for pair in frames.windows(2) {
-        stack = stack.push(pair[0], pair[1]);
-    }
     let mut seed = Closure::default();
-    close_into(grammar, &[stack], &mut seed)?;
+    close_into(grammar, &[stack_of(frames)], &mut seed)?;
     let mut levels = Levels::new(&seed);
     let mut previous: &[u8] = &[];
     let mut out = Vec::with_capacity(texts.len());
