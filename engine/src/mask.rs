@@ -229,7 +229,7 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
 struct Levels {
     /// `closures[d]`: the closure after the first `d` bytes of the text read last.
     closures: Vec<Closure>,
-    /// `ended_by[d]`: whether a closure after 1..=`d` bytes could return below the
+    /// `ended_by[d]`: whether a closure after at most `d` bytes could return below the
     /// bottom.
     ended_by: Vec<bool>,
     /// `closures[0..=depth]` hold for the text read last.
@@ -241,7 +241,8 @@ struct Levels {
 impl Levels {
     /// Levels holding only `seed`, the closure before any byte.
     fn new(seed: &Closure) -> Levels {
-        Levels { closures: vec![seed.clone()], ended_by: vec![false], depth: 0, raw: Vec::new() }
+        let ended_by = vec![seed.can_end];
+        Levels { closures: vec![seed.clone()], ended_by, depth: 0, raw: Vec::new() }
     }
 
     /// Reads `bytes`, whose first `shared` bytes are those of the text read last (their
@@ -407,7 +408,7 @@ pub(crate) fn read_texts(
         out.push(match levels.read(grammar, bytes, shared)? {
             None if !bytes.is_empty() => Outcome::Read,
             None => Outcome::Refused,
-            Some(d) if seed.can_end || levels.ended_by[d] => Outcome::Below,
+            Some(d) if levels.ended_by[d] => Outcome::Below,
             Some(_) => Outcome::Refused,
         });
     }
