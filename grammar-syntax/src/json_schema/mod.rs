@@ -301,6 +301,8 @@ pub fn json_schema_to_grammar(
     schema: &Value,
     opts: &JsonSchemaOptions,
 ) -> Result<Converted, Diagnostics> {
+    // A pattern the schema uses many times is parsed once.
+    let _remembering = crate::regex::remember();
     let mut warnings = Vec::new();
     let dialect = match Dialect::of(schema, opts) {
         Ok(d) => d,

@@ -33,8 +33,11 @@
 use crate::diagnostic::{Category, Diagnostic, Diagnostics};
 use crate::ir::{CharClass, Expr, Grammar, GrammarBuilder};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
+use std::rc::Rc;
 
 mod encode;
+mod memo;
+pub use memo::{remember, Remembering};
 pub use encode::{
     any_char, encode_class, encode_literal, is_never, json_any_char, json_escape,
     json_unescaped_char, never, subtract,
@@ -217,10 +220,12 @@ fn parse_hir(pattern: &str) -> Result<Hir, Diagnostic> {
 }
 
 /// The HIR of `pattern`: whole when it must match the whole text, else (a search) its
-/// [`search_core`].
-fn parse_pattern(pattern: &str, whole_match: bool) -> Result<Hir, Diagnostic> {
-    let hir = parse_hir(pattern)?;
-    Ok(if whole_match { hir } else { search_core(hir) })
+/// [`search_core`]; remembered ([`memo`]).
+fn parse_pattern(pattern: &str, whole_match: bool) -> Result<Rc<Hir>, Diagnostic> {
+    memo::parsed(pattern, whole_match, || {
+        let hir = parse_hir(pattern)?;
+        Ok(if whole_match { hir } else { search_core(hir) })
+    })
 }
 
 /// The part of a search pattern (JSON Schema's `pattern`, unanchored unless `^`/`$` say
