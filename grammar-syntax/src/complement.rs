@@ -14,7 +14,7 @@
 
 use crate::ir::{CharClass, Expr, GrammarBuilder, RuleId};
 use crate::regex::{encode_class, CharEncoding};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Most NFA states the expression may need (bounded repetitions are copied).
 pub const MAX_NFA_STATES: usize = 20_000;
@@ -182,7 +182,7 @@ pub fn combination(
     let mut seen = vec![false; nfa.eps.len()];
     let mut first = vec![start];
     nfa.closure(&mut first, &mut seen);
-    let mut index: HashMap<Vec<usize>, usize> = HashMap::new();
+    let mut index: FxHashMap<Vec<usize>, usize> = FxHashMap::default();
     let mut sets = vec![first.clone()];
     index.insert(first, 0);
     let mut delta: Vec<Vec<usize>> = Vec::new();
@@ -248,7 +248,8 @@ pub fn combination(
     // The states that can still reach an accepting one, through atoms that hold a
     // character (an atom of surrogate code points alone holds none).
     let n = sets.len();
-    let usable: Vec<bool> = atoms.iter().map(|&a| !scalar_ranges(a).is_empty()).collect();
+    let scalars: Vec<Vec<(char, char)>> = atoms.iter().map(|&a| scalar_ranges(a)).collect();
+    let usable: Vec<bool> = scalars.iter().map(|r| !r.is_empty()).collect();
     let mut live: Vec<bool> = accepting.clone();
     let mut changed = true;
     while changed {
@@ -271,6 +272,9 @@ pub fn combination(
             })
         })
         .collect();
+    // The states of a key complement mostly read the same few classes ("any character
+    // but these"), each encoded once.
+    let mut encoded: FxHashMap<Vec<(char, char)>, Expr> = FxHashMap::default();
     for s in (0..n).filter(|&s| live[s]) {
         // Ranges by target, in order.
         let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
@@ -278,10 +282,10 @@ pub fn combination(
             if !live[t] {
                 continue;
             }
-            let ranges = scalar_ranges(atoms[a]);
+            let ranges = &scalars[a];
             match by_target.iter_mut().find(|(x, _)| *x == t) {
-                Some((_, r)) => r.extend(ranges),
-                None => by_target.push((t, ranges)),
+                Some((_, r)) => r.extend_from_slice(ranges),
+                None => by_target.push((t, ranges.clone())),
             }
         }
         let mut alts = Vec::new();
@@ -292,7 +296,12 @@ pub fn combination(
             if ranges.is_empty() {
                 continue;
             }
-            let class = encode_class(&CharClass::new(false, ranges), encoding);
+            let class = encoded
+                .entry(ranges)
+                .or_insert_with_key(|ranges| {
+                    encode_class(&CharClass::new(false, ranges.iter().copied()), encoding)
+                })
+                .clone();
             alts.push(Expr::Seq(vec![class, Expr::Rule(ids[t]?)]));
         }
         b.define(ids[s]?, Expr::choice(alts));
