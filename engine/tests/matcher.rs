@@ -1480,3 +1480,63 @@ fn right_linear_rules_are_read_as_one_automaton() {
         }
     }
 }
+
+/// A string of tens of thousands of characters: the converter counts its chunks of 32
+/// characters in chunks of 32 chunks, a rule of calls that stays a call, so the automaton
+/// holds a few hundred states where a call per chunk made one state per 32 characters. Lengths
+/// across chunk and chunk-of-chunks boundaries are accepted exactly within the bounds, and
+/// every mask on the way is that of the cache-free walk and of a grammar with every rule
+/// called.
+#[test]
+fn chunks_of_chunks_stay_calls_and_count_exactly() {
+    use grammask_engine::passes::{is_chunk_of_calls, run, PassConfig};
+    let tokens: Vec<Vec<u8>> = ["{\"s\":\"", "\"", "\"}", "}", "x", "xx", "x\"}"]
+        .iter()
+        .map(|t| t.as_bytes().to_vec())
+        .chain([31, 100, 1_000].map(|n| "x".repeat(n).into_bytes()))
+        .collect();
+    let v = with_stop_token(tokens);
+    let (min, max) = (100usize, 20_000usize);
+    let schema = format!(
+        r#"{{"type": "object", "required": ["s"], "additionalProperties": false,
+            "properties": {{"s": {{"type": "string", "minLength": {min}, "maxLength": {max}}}}}}}"#
+    );
+    let grammar = schema_grammar(&schema);
+    let deadline = grammask_engine::deadline::Deadline::new(std::time::Duration::from_secs(60));
+    let lowered = run(grammar.clone(), &PassConfig::default(), &deadline).unwrap();
+    let names: Vec<(&str, usize)> =
+        lowered.rules.iter().map(|r| (r.name.as_str(), r.body.size())).collect();
+    assert!(lowered.rules.iter().any(is_chunk_of_calls), "{names:?}");
+    let grammars = cached_plain_and_called(&v, &grammar);
+    // A bound of a million: 30,000 chunk calls, or a few hundred calls of chunks of chunks.
+    let huge = schema.replace("20000", "1000000");
+    let huge = Compiler::new(&v).compile_grammar(&schema_grammar(&huge)).unwrap();
+    huge.build_automata().unwrap();
+    assert!(huge.num_states() < 10_000, "{} states", huge.num_states());
+    let id = |t: &str| v.token_id(t.as_bytes()).unwrap();
+    // The first chunk in place, then chunks of chunks of 1,024 characters.
+    for n in [0, 99, 100, 1_055, 1_056, 1_057, 2_079, 2_080, 2_081, 19_999, 20_000, 20_001] {
+        let mut matchers: Vec<Matcher> = grammars.iter().map(|g| Matcher::new(g.clone())).collect();
+        let mut steps = vec![id("{\"s\":\"")];
+        let mut left = n;
+        for len in [1_000, 100, 31, 1] {
+            while left >= len {
+                steps.push(id(&"x".repeat(len)));
+                left -= len;
+            }
+        }
+        let mut refused = false;
+        for &token in &steps {
+            let masks: Vec<Vec<u32>> = matchers.iter().map(mask_of).collect();
+            assert!(masks.iter().all(|m| *m == masks[0]), "{n} characters");
+            if !masks[0].contains(&token) {
+                refused = true;
+                break;
+            }
+            matchers.iter_mut().for_each(|m| m.accept_token(token).unwrap());
+        }
+        let closes = !refused && mask_of(&matchers[0]).contains(&id("\"}"));
+        assert_eq!(closes, (min..=max).contains(&n), "{n} characters");
+        assert_eq!(refused, n > max, "{n} characters");
+    }
+}

@@ -84,6 +84,15 @@ fn bounded_counts_stay_counted() {
     // Large bounds are written as chunks of `counts::CHUNK` items, the first in place:
     // 999 = 31·32 + 7 and 5000 = 156·32 + 8.
     assert!(maxima.contains(&29) && maxima.contains(&154), "{maxima:?}");
+    // Past 256 chunk calls they are counted in chunks of 32 chunks: a `maxLength` of
+    // 20,000 = 625·32 is 623 chunk calls after the first chunk, 623 = 19·32 + 15.
+    let schema = json!({"type": "string", "maxLength": 20_000});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let mut maxima = Vec::new();
+    for r in &c.grammar.rules {
+        walk(&r.body, &mut maxima);
+    }
+    assert!(!maxima.contains(&623) && maxima.contains(&17) && maxima.contains(&15), "{maxima:?}");
 }
 
 #[test]

@@ -26,8 +26,11 @@
 //! items of the sequence holding the reference). The IR then holds one body instead of
 //! one per use: less for the later passes to walk, and for a compiled grammar to keep.
 //!
-//! Two kinds of leaf rules stay calls ([`stays_call`]), and the mask cache classifies
-//! tokens through their calls as if they were inlined ([`crate::mask_cache`]):
+//! Three kinds of rules stay calls ([`stays_call`]). Chunks of calls (a rule of many
+//! calls of one chunk rule: a bound in the thousands, counted in chunks of chunks) would
+//! copy all their calls into every count of their caller's repetition. The other two are
+//! leaf rules, and the mask cache classifies tokens through their calls as if they were
+//! inlined ([`crate::mask_cache`]):
 //! - long counted runs: a rule whose whole body is one ASCII character repeated `m..=n`
 //!   times with `m >= 1` and `n >= COUNTED_RUN_MIN` (the blanks of JSON whitespace after
 //!   the first) costs `n` automaton states at every site it is copied into, while a call
@@ -135,10 +138,25 @@ pub(super) fn refers(expr: &Expr) -> bool {
     }
 }
 
-/// Whether references to `rule` stay calls: a long counted run ([`is_counted_run`]) or
-/// an escape ([`is_escape`]).
+/// The fewest calls of one rule in a row that make a chunk of calls ([`is_chunk_of_calls`]).
+pub const CHUNK_OF_CALLS_MIN: usize = 16;
+
+/// Whether `rule` is a chunk of calls: its body is a sequence of at least
+/// [`CHUNK_OF_CALLS_MIN`] calls of one rule, and nothing else (the JSON Schema converter's
+/// chunks of chunks, for a `maxLength` or `maxItems` in the thousands). Inlined, every
+/// count of its caller's repetition would hold all of its calls as states of their own.
+pub fn is_chunk_of_calls(rule: &Rule) -> bool {
+    let Expr::Seq(items) = &rule.body else { return false };
+    rule.lookahead.is_none()
+        && items.len() >= CHUNK_OF_CALLS_MIN
+        && matches!(items[0], Expr::Rule(_))
+        && items.iter().all(|item| *item == items[0])
+}
+
+/// Whether references to `rule` stay calls: a long counted run ([`is_counted_run`]), an
+/// escape ([`is_escape`]) or a chunk of calls ([`is_chunk_of_calls`]).
 pub fn stays_call(rule: &Rule) -> bool {
-    is_counted_run(rule) || is_escape(rule)
+    is_counted_run(rule) || is_escape(rule) || is_chunk_of_calls(rule)
 }
 
 /// For each rule, whether it lies on a cycle of the call graph.
@@ -175,7 +193,10 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     refs[grammar.root.index()] += 1;
     for scc in &sccs {
         for &r in scc {
-            if config.keep_calls_in.iter().any(|name| *name == grammar.rules[r].name) {
+            // A chunk of calls keeps its calls (the copies are what it exists to avoid).
+            if config.keep_calls_in.iter().any(|name| *name == grammar.rules[r].name)
+                || is_chunk_of_calls(&grammar.rules[r])
+            {
                 continue;
             }
             let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);

@@ -13,8 +13,8 @@ pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
 pub(crate) use inline_rules::strongly_connected;
 pub use inline_rules::{
-    inline_rules, is_counted_run, is_escape, is_spliced, recursive_rules, stays_call,
-    COUNTED_RUN_MIN,
+    inline_rules, is_chunk_of_calls, is_counted_run, is_escape, is_spliced, recursive_rules,
+    stays_call, COUNTED_RUN_MIN,
 };
 pub use lower_char_classes::lower_char_classes;
 pub(crate) use lower_char_classes::{class_to_bytes, ByClass, ClassTable};
@@ -81,7 +81,8 @@ impl Default for PassConfig {
 ///    strings fused.
 /// 3. [`inline_rules`]: references to small non-recursive rules are replaced by their
 ///    bodies, so most grammars become a few recursive rules (fewer stacks at run time);
-///    long counted runs of one character and escapes stay calls ([`stays_call`]); small
+///    long counted runs of one character, escapes and chunks of calls (a bound in the
+///    thousands, counted in chunks of chunks) stay calls ([`stays_call`]); small
 ///    sequences referred to from many places (JSON whitespace) are spliced
 ///    ([`is_spliced`]): the reference stays, and automaton construction reads the body
 ///    in its place. Each

@@ -4,8 +4,9 @@
 //! For large bounds (`maxLength: 32767`, `maxItems: 10000`) the converter instead groups
 //! the items into chunks: a rule `chunk ::= x{CHUNK}`, called up to `max / CHUNK` times,
 //! then the remainder. Each call costs the automaton one state, so its size grows with
-//! `max / CHUNK` instead of `max × |x|`. (Chunks of chunks would be smaller still, but
-//! the engine inlines small rules back into their callers, so they are not used.)
+//! `max / CHUNK` instead of `max × |x|`; a count of chunks past `8 × CHUNK` is chunked
+//! the same way (a rule of `CHUNK` chunk calls, which the engine keeps a call), so the
+//! size grows with the logarithm of the bound.
 //! Inside a chunk the items stay in one automaton, so the token masks of, say, string
 //! characters stay context-independent except near a chunk's end. The optional part's
 //! first chunk is written in place, so a run shorter than a chunk (most strings under a
@@ -20,6 +21,10 @@ use crate::regex::never;
 const MAX_COPIED: usize = 64;
 /// Items per chunk.
 pub const CHUNK: u32 = 32;
+/// Chunk calls past which they are counted in chunks of chunks: a call of a chunk of
+/// chunks saves `CHUNK - 1` call states but its own rule, its in-place first copy and its
+/// remainders cost about `4 × CHUNK`.
+const MANY_CHUNKS: u32 = 8 * CHUNK;
 
 impl Converter<'_> {
     /// `x{min,max}` (`max` `None`: unbounded), chunked when large.
@@ -42,14 +47,25 @@ impl Converter<'_> {
         // Written out as `CHUNK` items, as the in-place first chunk below is (the
         // inliner weighs `x{CHUNK}` the same: `Expr::weight`).
         self.b.define(chunk, Expr::Seq(vec![x.clone(); CHUNK as usize]));
-        let exact = |n: u32| {
-            let (q, r) = (n / CHUNK, n % CHUNK);
-            Expr::seq(vec![
-                Expr::repeat(Expr::Rule(chunk), q, Some(q)),
-                Expr::repeat(x.clone(), r, Some(r)),
-            ])
+        // Past `MANY_CHUNKS` the chunks' own counts are chunked in turn (chunks of
+        // chunks), so that a bound of a million costs a few hundred call states rather
+        // than 31,250.
+        let mut chunks = |min: u32, max: u32| {
+            if max > MANY_CHUNKS {
+                self.counted(Expr::Rule(chunk), min, Some(max))
+            } else {
+                Expr::repeat(Expr::Rule(chunk), min, Some(max))
+            }
         };
-        let head = if large(min) { exact(min) } else { Expr::repeat(x.clone(), min, Some(min)) };
+        let exact = |n: u32, chunks: &mut dyn FnMut(u32, u32) -> Expr| {
+            let (q, r) = (n / CHUNK, n % CHUNK);
+            Expr::seq(vec![chunks(q, q), Expr::repeat(x.clone(), r, Some(r))])
+        };
+        let head = if large(min) {
+            exact(min, &mut chunks)
+        } else {
+            Expr::repeat(x.clone(), min, Some(min))
+        };
         let tail = match max {
             None => Expr::star(x.clone()),
             Some(max) => {
@@ -63,11 +79,12 @@ impl Converter<'_> {
                     // run past a chunk's end (where they would depend on the stack).
                     let (q, r) = (n / CHUNK, n % CHUNK);
                     let below_chunk = || Expr::repeat(x.clone(), 0, Some(CHUNK - 1));
+                    let chunks = chunks(0, q - 2);
                     Expr::choice(vec![
                         below_chunk(),
                         Expr::seq(vec![
                             Expr::Seq(vec![x.clone(); CHUNK as usize]),
-                            Expr::repeat(Expr::Rule(chunk), 0, Some(q - 2)),
+                            chunks,
                             Expr::choice(vec![
                                 below_chunk(),
                                 Expr::seq(vec![Expr::Rule(chunk), Expr::repeat(x, 0, Some(r))]),

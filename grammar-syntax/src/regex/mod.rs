@@ -37,11 +37,11 @@ use std::rc::Rc;
 
 mod encode;
 mod memo;
-pub use memo::{remember, Remembering};
 pub use encode::{
     any_char, encode_class, encode_literal, is_never, json_any_char, json_escape,
     json_unescaped_char, never, subtract,
 };
+pub use memo::{remember, Remembering};
 
 /// How the characters a regex matches are written in the text the grammar produces.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
