@@ -121,8 +121,10 @@ pub(crate) struct RuleSlots {
     /// Whether positions inside the rule are classified with their return position
     /// ([`MaskCache::through_entry`]): counted runs and escapes kept as calls.
     through: bool,
-    /// Whether the rule is a leaf (no state calls a rule or reads a token set), so that
-    /// a walk from inside it back into its caller needs only the two automata.
+    /// Whether the rule is a leaf (no state reads a token set or calls a rule, but the
+    /// `\u` tails of escapes: [`crate::passes::is_escape_tail`]), so that a walk from
+    /// inside it back into its caller needs only the two automata (a token that reads
+    /// `\u` there is context-dependent: the walk's frames do not nest).
     leaf: bool,
     /// Which of its states no token tells apart as return positions, made on first use.
     equivalence: Mutex<Option<Equivalence>>,
@@ -133,7 +135,10 @@ impl RuleSlots {
     fn new(grammar: &Grammar, r: usize, dfa: &Dfa, summaries: &Summaries) -> RuleSlots {
         let leaf = (0..dfa.len()).all(|s| {
             let s = StateId::new(s);
-            dfa.calls(s).is_empty() && dfa.token_edges(s).is_empty()
+            let tail = |&(callee, _): &(RuleId, StateId)| {
+                crate::passes::is_escape_tail(&grammar.rules[callee.index()])
+            };
+            dfa.calls(s).iter().all(tail) && dfa.token_edges(s).is_empty()
         });
         // Counted runs and escapes kept as calls by inlining (one ASCII character `m..=n`
         // times, `m >= 1`; `\` and what follows: no calls, no empty match, few tokens

@@ -7,6 +7,7 @@ mod fuse_sequences;
 mod inline_rules;
 mod lower_char_classes;
 mod outline_repetitions;
+mod outline_unicode_escapes;
 mod remove_dead_rules;
 
 pub use eliminate_left_recursion::eliminate_left_recursion;
@@ -19,6 +20,7 @@ pub use inline_rules::{
 pub use lower_char_classes::lower_char_classes;
 pub(crate) use lower_char_classes::{class_to_bytes, ByClass, ClassTable};
 pub use outline_repetitions::outline_repetitions;
+pub use outline_unicode_escapes::{is_escape_tail, outline_unicode_escapes};
 pub use remove_dead_rules::remove_dead_rules;
 
 use crate::deadline::Deadline;
@@ -91,6 +93,8 @@ impl Default for PassConfig {
 /// 4. [`remove_dead_rules`] again: rules inlined everywhere disappear.
 /// 5. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
+/// 6. [`outline_unicode_escapes`]: what follows `\u` in the escapes of JSON string
+///    characters copied many times in one rule becomes a call.
 ///
 /// Character classes stay classes: automaton construction reads each as its UTF-8 byte
 /// automaton, lowered once per distinct class ([`lower_char_classes`]), so tokens that
@@ -112,6 +116,7 @@ pub fn run(
     deadline.check("rule inlining")?;
     let grammar = remove_dead_rules(grammar);
     let grammar = outline_repetitions(grammar);
+    let grammar = outline_unicode_escapes(grammar);
     deadline.check("repetition outlining")?;
     Ok(grammar)
 }
