@@ -57,12 +57,9 @@ impl Converter<'_> {
                 Expr::repeat(Expr::Rule(chunk), min, Some(max))
             }
         };
-        let exact = |n: u32, chunks: &mut dyn FnMut(u32, u32) -> Expr| {
-            let (q, r) = (n / CHUNK, n % CHUNK);
-            Expr::seq(vec![chunks(q, q), Expr::repeat(x.clone(), r, Some(r))])
-        };
         let head = if large(min) {
-            exact(min, &mut chunks)
+            let (q, r) = (min / CHUNK, min % CHUNK);
+            Expr::seq(vec![chunks(q, q), Expr::repeat(x.clone(), r, Some(r))])
         } else {
             Expr::repeat(x.clone(), min, Some(min))
         };
