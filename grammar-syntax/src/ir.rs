@@ -117,19 +117,32 @@ impl CharClass {
     /// Whether the set holds no character (`[]`, or a negated class of every scalar
     /// value), without building [`CharClass::positive_ranges`].
     pub fn is_empty(&self) -> bool {
+        self.first().is_none()
+    }
+
+    /// The smallest character in the set, without building
+    /// [`CharClass::positive_ranges`].
+    pub fn first(&self) -> Option<char> {
         if !self.negated {
-            return self.ranges.is_empty();
+            return self.ranges.first().map(|&(lo, _)| lo);
         }
-        // A scalar value in `lo..hi` (surrogates are none).
-        let any = |lo: u32, hi: u32| lo < hi.min(0xD800) || lo.max(0xE000) < hi;
+        // The first scalar value in `lo..hi` (surrogates are none).
+        let first = |lo: u32, hi: u32| {
+            let c = if (0xD800..0xE000).contains(&lo) { 0xE000 } else { lo };
+            if c < hi {
+                char::from_u32(c)
+            } else {
+                None
+            }
+        };
         let mut next: u32 = 0;
         for &(lo, hi) in &self.ranges {
-            if any(next, lo as u32) {
-                return false;
+            if let Some(c) = first(next, lo as u32) {
+                return Some(c);
             }
             next = next.max(hi as u32 + 1);
         }
-        !any(next, 0x11_0000)
+        first(next, 0x11_0000)
     }
 
     /// The set as positive, sorted, merged ranges (the complement taken when negated).
@@ -547,12 +560,14 @@ mod tests {
 
     proptest! {
         #[test]
-        fn emptiness_agrees_with_the_positive_ranges(
+        fn emptiness_and_first_agree_with_the_positive_ranges(
             negated in any::<bool>(),
             ranges in proptest::collection::vec((scalar(), scalar()), 0..4),
         ) {
             let class = CharClass::new(negated, ranges);
-            prop_assert_eq!(class.is_empty(), class.positive_ranges().is_empty(), "{:?}", class);
+            let positive = class.positive_ranges();
+            prop_assert_eq!(class.is_empty(), positive.is_empty(), "{:?}", class);
+            prop_assert_eq!(class.first(), positive.first().map(|&(lo, _)| lo), "{:?}", class);
         }
     }
 

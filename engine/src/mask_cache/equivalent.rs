@@ -29,57 +29,93 @@ const MAX_PAIRS: usize = 1_024;
 /// Representatives of one shape a new state is compared with, the most recent first.
 const MAX_CANDIDATES: usize = 2;
 
-/// The fewest bytes of each rule's texts (`u32::MAX` when it has none).
-pub(crate) fn shortest_texts(grammar: &Grammar) -> Vec<u32> {
+/// The fewest bytes of each rule's texts, or `cap` when that is more (also when the
+/// rule has no text).
+///
+/// A comparison up to `depth` bytes needs no length past `depth`, so with `cap = depth +
+/// 1` a sequence is read only until its items reach the cap: a large rule's long literal
+/// keys end the reading of its body early. Each rule is read once, last first (rules tend
+/// to refer to rules defined after them), and again only when a rule its reading used
+/// has since fallen (lengths only fall, so this ends).
+pub(crate) fn shortest_texts(grammar: &Grammar, cap: u32) -> Vec<u32> {
     let n = grammar.rules.len();
-    let mut len = vec![u32::MAX; n];
-    // Rules are numbered callers before callees: backwards, most callees come first.
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for r in (0..n).rev() {
-            let l = shortest(&grammar.rules[r].body, &len);
-            if l < len[r] {
-                len[r] = l;
-                changed = true;
+    let mut len = vec![cap; n];
+    // The rules whose reading used each rule's length.
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut pending: Vec<usize> = (0..n).collect();
+    let mut queued = vec![true; n];
+    let mut used = Vec::new();
+    while let Some(r) = pending.pop() {
+        queued[r] = false;
+        used.clear();
+        let l = shortest(&grammar.rules[r].body, &len, cap, &mut used);
+        for &c in &used {
+            if readers[c].last() != Some(&r) {
+                readers[c].push(r);
+            }
+        }
+        if l < len[r] {
+            len[r] = l;
+            for &reader in &readers[r] {
+                if !queued[reader] {
+                    queued[reader] = true;
+                    pending.push(reader);
+                }
             }
         }
     }
     len
 }
 
-/// The fewest bytes of `e`'s texts, given those of the rules.
-fn shortest(e: &Expr, rules: &[u32]) -> u32 {
-    match e {
+/// The fewest bytes of `e`'s texts, or `cap` when that is more, given those of the
+/// rules; the rules whose length it used are pushed on `used`.
+fn shortest(e: &Expr, rules: &[u32], cap: u32, used: &mut Vec<usize>) -> u32 {
+    let len = match e {
         Expr::Empty => 0,
-        Expr::Bytes(bytes) => bytes.len() as u32,
-        Expr::Class(class) => {
-            class.positive_ranges().first().map_or(u32::MAX, |&(lo, _)| lo.len_utf8() as u32)
-        }
+        Expr::Bytes(bytes) => u32::try_from(bytes.len()).unwrap_or(cap),
+        Expr::Class(class) => class.first().map_or(cap, |c| c.len_utf8() as u32),
         Expr::ByteRanges(ranges) => {
             if ranges.is_empty() {
-                u32::MAX
+                cap
             } else {
                 1
             }
         }
         Expr::Seq(items) => {
-            items.iter().fold(0u32, |sum, item| sum.saturating_add(shortest(item, rules)))
+            let mut sum = 0u32;
+            for item in items {
+                if sum >= cap {
+                    break;
+                }
+                sum = sum.saturating_add(shortest(item, rules, cap, used));
+            }
+            sum
         }
         Expr::Choice(alternatives) => {
-            alternatives.iter().map(|a| shortest(a, rules)).min().unwrap_or(u32::MAX)
+            let mut least = cap;
+            for a in alternatives {
+                if least == 0 {
+                    break;
+                }
+                least = least.min(shortest(a, rules, cap, used));
+            }
+            least
         }
         Expr::Repeat { expr, min, .. } => {
             if *min == 0 {
                 0
             } else {
-                shortest(expr, rules).saturating_mul(*min)
+                shortest(expr, rules, cap, used).saturating_mul(*min)
             }
         }
-        Expr::Rule(r) => rules[r.index()],
+        Expr::Rule(r) => {
+            used.push(r.index());
+            rules[r.index()]
+        }
         // A token set reads no byte a walk counts; free text may be empty.
         Expr::Tokens(_) | Expr::Text(_) => 0,
-    }
+    };
+    len.min(cap)
 }
 
 /// The representatives of one rule's return positions ([module docs](self)).
@@ -258,7 +294,7 @@ mod tests {
         let compiled = Compiler::new(&vocab).with_config(config).compile_grammar(&grammar).unwrap();
         let root = RuleId::new(0);
         let dfa = compiled.automaton(root).unwrap();
-        let shortest = shortest_texts(&compiled.grammar);
+        let shortest = shortest_texts(&compiled.grammar, 61);
         let chunk = dfa.calls(dfa.next(dfa.start(), b'x').unwrap())[0].0;
         assert_eq!(shortest[chunk.index()], 20);
         // The state after k chunks, for k = 0..=10.
@@ -297,8 +333,43 @@ mod tests {
             ]),
         );
         let g = b.finish(root).unwrap();
-        let len = shortest_texts(&g);
+        let len = shortest_texts(&g, 100);
+        assert_eq!(shortest_texts(&g, 5), vec![1, 5]);
         assert_eq!(len[chunk.index()], 6);
         assert_eq!(len[root.index()], 1);
+    }
+
+    /// Rules read before the rules they refer to, and a cycle: each is read again when a
+    /// length it used falls.
+    #[test]
+    fn shortest_texts_settle_callees_defined_first_and_cycles() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let word = b.declare("word");
+        let pair = b.declare("pair");
+        let nest = b.declare("nest");
+        let inner = b.declare("inner");
+        b.define(word, Expr::literal("bbb"));
+        // Read first (last defined first), while `word` is still at the cap.
+        b.define(pair, Expr::seq(vec![Expr::Rule(word), Expr::Rule(word)]));
+        // nest ::= "(" inner ")" | "[" pair "]"; inner ::= nest nest | "<>".
+        b.define(
+            nest,
+            Expr::choice(vec![
+                Expr::seq(vec![Expr::literal("("), Expr::Rule(inner), Expr::literal(")")]),
+                Expr::seq(vec![Expr::literal("["), Expr::Rule(pair), Expr::literal("]")]),
+            ]),
+        );
+        b.define(
+            inner,
+            Expr::choice(vec![
+                Expr::seq(vec![Expr::Rule(nest), Expr::Rule(nest)]),
+                Expr::literal("<>"),
+            ]),
+        );
+        b.define(root, Expr::seq(vec![Expr::literal("a"), Expr::Rule(pair), Expr::Rule(nest)]));
+        let g = b.finish(root).unwrap();
+        assert_eq!(shortest_texts(&g, 100), vec![1 + 6 + 4, 3, 6, 4, 2]);
+        assert_eq!(shortest_texts(&g, 7), vec![7, 3, 6, 4, 2]);
     }
 }

@@ -94,8 +94,9 @@ pub(crate) struct MaskCache {
     /// What the rests of tokens give, read from the frames below the positions they
     /// leave ([`suffixes`]).
     rests: Mutex<Rests>,
-    /// The fewest bytes of each rule's texts ([`equivalent::shortest_texts`]), computed
-    /// when return positions are first compared.
+    /// The fewest bytes of each rule's texts up to one past the longest token
+    /// ([`equivalent::shortest_texts`]), computed when return positions are first
+    /// compared.
     shortest: OnceLock<Vec<u32>>,
     /// The byte length of the vocabulary's longest token: how far return positions are
     /// compared.
@@ -422,12 +423,14 @@ impl MaskCache {
     fn representative(&self, grammar: &CompiledGrammar, position: Position) -> Position {
         let slots = self.slots(grammar, position.rule);
         let dfa = grammar.automata.dfa(&grammar.grammar, position.rule);
-        let shortest = self.shortest.get_or_init(|| equivalent::shortest_texts(&grammar.grammar));
         let depth = *self.longest_token.get_or_init(|| {
             let sorted = grammar.vocab.sorted();
             let longest = (0..sorted.len()).map(|i| sorted.bytes(i).len()).max().unwrap_or(0);
-            u16::try_from(longest).unwrap_or(u16::MAX)
+            u16::try_from(longest).unwrap_or(u16::MAX - 1)
         });
+        let shortest = self
+            .shortest
+            .get_or_init(|| equivalent::shortest_texts(&grammar.grammar, u32::from(depth) + 1));
         let mut equivalence = slots.equivalence.lock().unwrap_or_else(PoisonError::into_inner);
         let equivalence = equivalence.get_or_insert_with(|| Equivalence::new(dfa, shortest));
         let before = equivalence.memory();
