@@ -15,12 +15,14 @@
 //! tail position (a large one only at the end of a chain, see [`RightLinear::of`]), and
 //! the rules whose every reference is in tail position to a linear rule (the states
 //! before such a loop, or the chain of states a pattern with a length bound is written
-//! as, ending in leaves). The automaton of a linear rule that a rule outside them refers
+//! as, ending in leaves). References to the `\u` tails of escapes
+//! ([`crate::passes::is_escape_tail`]) are calls wherever they stand and count for none
+//! of this. The automaton of a linear rule that a rule outside them refers
 //! to (an *entry*, or the root) reads every linear rule it reaches through tail
 //! references in place, so it calls none of them. The other linear rules get no
 //! automaton of their own (the compiler builds only what some automaton calls).
 
-use crate::passes::strongly_connected;
+use crate::passes::{is_escape_tail, strongly_connected};
 use grammask_syntax::ir::{Grammar, RuleId};
 
 /// The linear rules of a grammar and their entries.
@@ -45,7 +47,9 @@ impl RightLinear {
         let mut leaves = vec![true; n];
         for (r, rule) in grammar.rules.iter().enumerate() {
             rule.body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
-                leaves[r] = false;
+                if !is_escape_tail(&grammar.rules[callee.index()]) {
+                    leaves[r] = false;
+                }
                 leaves[callee.index()] &= tail;
             });
         }
@@ -87,6 +91,10 @@ impl RightLinear {
                 let mut ok = true;
                 let mut refers = false;
                 grammar.rules[r].body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
+                    if is_escape_tail(&grammar.rules[callee.index()]) {
+                        // A call of its own from the state after a backslash.
+                        return;
+                    }
                     refers = true;
                     ok &= if recursive {
                         tail || !member(callee)

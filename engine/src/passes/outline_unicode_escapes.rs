@@ -12,27 +12,28 @@
 //! before; only a token that reads `\u` walks into the call.
 //!
 //! Runs after [`super::outline_repetitions`], which moves whole escapes into a call when a
-//! character is too large to copy at all; this pass counts the copies a rule holds in
-//! place (a repetition's body once per copy) and moves their `\u` tails when there are at
-//! least [`MIN_COPIES`].
+//! character is too large to copy at all; this pass counts the copies an automaton holds
+//! in place (a repetition's body once per copy; the linear rules an entry reads, such as
+//! the one rule per state of a pattern's complement, together) and moves their `\u` tails
+//! when there are at least [`MIN_COPIES`].
 
 use super::inline_rules::refers;
+use crate::automaton::right_linear::RightLinear;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
 use std::collections::HashMap;
 
 /// The fewest copies of escapes in one rule whose `\u` tails move into a call.
 pub const MIN_COPIES: usize = 4;
 
-/// Moves the `\u` tails of escapes copied many times in one rule into rules of their own,
-/// one per distinct tail.
-pub fn outline_unicode_escapes(mut grammar: Grammar) -> Grammar {
+/// Moves the `\u` tails of escapes copied many times in one automaton into rules of their
+/// own, one per distinct tail. `max_leaf_weight` is the bound on linear leaves the
+/// compiler uses (`PassConfig::inline_max_rule_size`).
+pub fn outline_unicode_escapes(mut grammar: Grammar, max_leaf_weight: usize) -> Grammar {
     let first_new = grammar.rules.len();
+    let moves = rules_to_move(&grammar, max_leaf_weight);
     let mut tails: HashMap<Expr, RuleId> = HashMap::new();
     let mut new_rules: Vec<Rule> = Vec::new();
-    for r in 0..first_new {
-        if copies(&grammar.rules[r].body) < MIN_COPIES {
-            continue;
-        }
+    for r in (0..first_new).filter(|&r| moves[r]) {
         let owner = grammar.rules[r].name.clone();
         let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
         move_tails(&mut body, &mut |tail| {
@@ -51,6 +52,41 @@ pub fn outline_unicode_escapes(mut grammar: Grammar) -> Grammar {
     }
     grammar.rules.extend(new_rules);
     grammar
+}
+
+/// The rules whose tails move: those holding [`MIN_COPIES`] escapes in place, and the
+/// linear rules an entry reads in place ([`RightLinear`]: the states of a pattern's
+/// complement, one rule each) where that automaton holds as many.
+fn rules_to_move(grammar: &Grammar, max_leaf_weight: usize) -> Vec<bool> {
+    let n = grammar.rules.len();
+    let own: Vec<usize> = grammar.rules.iter().map(|r| copies(&r.body)).collect();
+    let mut moves: Vec<bool> = own.iter().map(|&c| c >= MIN_COPIES).collect();
+    let linear = RightLinear::of(grammar, max_leaf_weight);
+    // The entry whose reach each rule was last met in.
+    let mut met = vec![usize::MAX; n];
+    for entry in (0..n).filter(|&r| linear.is_entry(RuleId::new(r))) {
+        let (mut reach, mut stack) = (Vec::new(), vec![entry]);
+        met[entry] = entry;
+        let (mut total, mut held) = (0usize, false);
+        while let Some(r) = stack.pop() {
+            reach.push(r);
+            total = total.saturating_add(own[r]);
+            held |= moves[r];
+            grammar.rules[r].body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
+                let c = callee.index();
+                if tail && linear.is_linear(callee) && met[c] != entry {
+                    met[c] = entry;
+                    stack.push(c);
+                }
+            });
+        }
+        if held || total >= MIN_COPIES {
+            for r in reach {
+                moves[r] = true;
+            }
+        }
+    }
+    moves
 }
 
 /// Whether `rule` is the `\u` tail of escapes ([module docs](self)): its body is a
@@ -150,7 +186,7 @@ mod tests {
             character(),
             Expr::literal("\""),
         ]);
-        let g = outline_unicode_escapes(grammar_of(many));
+        let g = outline_unicode_escapes(grammar_of(many), 1000);
         assert_eq!(g.rules.len(), 2, "{g:?}");
         assert!(is_escape_tail(&g.rules[1]), "{:?}", g.rules[1]);
         assert_eq!(copies(&g.rules[0].body), 0, "every tail moved");
@@ -161,7 +197,7 @@ mod tests {
         assert_eq!(escape[0], Expr::literal("\\"));
         assert!(matches!(&escape[1], Expr::Choice(a) if a.contains(&Expr::Rule(RuleId::new(1)))));
         let few = Expr::repeat(character(), 0, Some(MIN_COPIES as u32 - 1));
-        let g = outline_unicode_escapes(grammar_of(few.clone()));
+        let g = outline_unicode_escapes(grammar_of(few.clone()), 1000);
         assert_eq!(g.rules.len(), 1);
         assert_eq!(g.rules[0].body, few);
     }

@@ -163,6 +163,8 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
     if !plain_ranges.is_empty() {
         alts.push(Expr::Class(CharClass::new(false, plain_ranges)));
     }
+    // The escapes: the short ones and the `\uXXXX` forms.
+    let mut escapes = Vec::new();
     // The characters with escapes in the class, as bits (32 controls, `"`, `\`, `/`);
     // their escapes' trie is built once per set and thread.
     let special: Vec<char> = ('\0'..='\u{1f}').chain(['"', '\\', '/']).collect();
@@ -199,7 +201,7 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
                 .clone()
         });
         if !is_never(&trie) {
-            alts.push(trie);
+            escapes.push(trie);
         }
     }
     // The `\uXXXX` forms, built once per class and thread (the cache is emptied past
@@ -216,11 +218,72 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
         }
         cache.entry(ranges.clone()).or_insert_with(|| unicode_escapes(&ranges)).clone()
     });
-    alts.extend(unicode);
+    escapes.extend(unicode);
+    alts.extend(after_one_backslash(escapes));
     if alts.is_empty() {
         never()
     } else {
         Expr::choice(alts)
+    }
+}
+
+/// The escapes `escapes` (each starting with a backslash) as one backslash and a choice
+/// of what follows it, `"u" hex...` one alternative of its own: `\\ ([nt] | u ...)`, as
+/// [`json_escape`] writes them, so that one state reads the backslash and the `\u`
+/// tails of a rule's many characters can become one call (the engine's
+/// `outline_unicode_escapes`). The escapes as they are when one does not start so.
+fn after_one_backslash(escapes: Vec<Expr>) -> Vec<Expr> {
+    let Some(rests) = escapes.iter().map(|e| without_prefix(e, b"\\")).collect::<Option<Vec<_>>>()
+    else {
+        return escapes;
+    };
+    let (mut after, mut hex) = (Vec::new(), Vec::new());
+    for rest in rests {
+        match without_prefix(&rest, b"u") {
+            Some(digits) => hex.push(digits),
+            None => after.push(rest),
+        }
+    }
+    if !hex.is_empty() {
+        after.push(Expr::Seq(vec![Expr::literal("u"), Expr::choice(hex)]));
+    }
+    if after.is_empty() {
+        return Vec::new();
+    }
+    vec![Expr::Seq(vec![Expr::literal("\\"), Expr::choice(after)])]
+}
+
+/// `e` without the bytes `prefix` that each of its texts starts with; `None` when some
+/// text may not start with them (or the shape hides it).
+fn without_prefix(e: &Expr, prefix: &[u8]) -> Option<Expr> {
+    if prefix.is_empty() {
+        return Some(e.clone());
+    }
+    match e {
+        Expr::Bytes(b) if b.starts_with(prefix) => Some(match &b[prefix.len()..] {
+            [] => Expr::Empty,
+            rest => Expr::Bytes(rest.to_vec()),
+        }),
+        Expr::Seq(items) => {
+            let mut rest = prefix;
+            let mut out = Vec::with_capacity(items.len());
+            let mut items = items.iter();
+            while !rest.is_empty() {
+                match items.next()? {
+                    Expr::Bytes(b) if rest.starts_with(b) => rest = &rest[b.len()..],
+                    item => {
+                        out.push(without_prefix(item, rest)?);
+                        rest = &[];
+                    }
+                }
+            }
+            out.extend(items.cloned());
+            Some(Expr::seq(out))
+        }
+        Expr::Choice(alts) => Some(Expr::choice(
+            alts.iter().map(|a| without_prefix(a, prefix)).collect::<Option<_>>()?,
+        )),
+        _ => None,
     }
 }
 
@@ -306,4 +369,48 @@ fn scalar_at_or_after(v: u32) -> Option<char> {
 /// The last scalar value at or before `v` (before the surrogates).
 fn scalar_at_or_before(v: u32) -> Option<char> {
     char::from_u32(v).or_else(|| char::from_u32(0xD7FF).filter(|_| (0xD800..0xE000).contains(&v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A class with short escapes and `\u` forms reads one backslash, then a choice of
+    /// what follows it, the `\u` forms as one alternative starting with `u`.
+    #[test]
+    fn escapes_follow_one_backslash_with_the_unicode_forms_one_alternative() {
+        let class = CharClass::new(true, [('a', 'a')]);
+        let Expr::Choice(alts) = encode_class(&class, CharEncoding::JsonString) else {
+            panic!("a choice")
+        };
+        let escapes: Vec<&Expr> = alts
+            .iter()
+            .filter(|a| matches!(a, Expr::Seq(items) if items[0] == Expr::literal("\\")))
+            .collect();
+        assert_eq!(escapes.len(), 1, "{alts:?}");
+        let Expr::Seq(items) = escapes[0] else { unreachable!() };
+        let Expr::Choice(after) = &items[1] else { panic!("{:?}", items[1]) };
+        let unicode: Vec<&Expr> = after
+            .iter()
+            .filter(|a| matches!(a, Expr::Seq(s) if s[0] == Expr::literal("u")))
+            .collect();
+        assert_eq!(unicode.len(), 1, "{after:?}");
+        // Nothing else starts with `\u`.
+        assert!(alts.iter().all(|a| without_prefix(a, b"\\u").is_none()));
+    }
+
+    #[test]
+    fn a_prefix_is_taken_from_every_text_or_none() {
+        let e = Expr::choice(vec![
+            Expr::literal("\\u00"),
+            Expr::Seq(vec![Expr::literal("\\"), Expr::literal("u"), Expr::literal("x")]),
+        ]);
+        assert_eq!(
+            without_prefix(&e, b"\\u"),
+            Some(Expr::choice(vec![Expr::literal("00"), Expr::literal("x")]))
+        );
+        let mixed = Expr::choice(vec![Expr::literal("\\u"), Expr::literal("\\n")]);
+        assert_eq!(without_prefix(&mixed, b"\\u"), None);
+        assert_eq!(without_prefix(&Expr::Class(CharClass::any()), b"\\"), None);
+    }
 }
