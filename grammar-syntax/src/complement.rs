@@ -264,9 +264,10 @@ pub fn combination(
     if !live[0] {
         return Some(crate::regex::never());
     }
+    let rep = same_futures(&delta, &accepting, &live, &usable);
     let ids: Vec<Option<RuleId>> = (0..n)
         .map(|s| {
-            live[s].then(|| {
+            (live[s] && rep[s] == s).then(|| {
                 let fresh = b.fresh_name(&format!("{name}-not"));
                 b.declare(&fresh)
             })
@@ -275,13 +276,14 @@ pub fn combination(
     // The states of a key complement mostly read the same few classes ("any character
     // but these"), each encoded once.
     let mut encoded: FxHashMap<Vec<(char, char)>, Expr> = FxHashMap::default();
-    for s in (0..n).filter(|&s| live[s]) {
+    for s in (0..n).filter(|&s| live[s] && rep[s] == s) {
         // Ranges by target, in order.
         let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
         for (a, &t) in delta[s].iter().enumerate() {
             if !live[t] {
                 continue;
             }
+            let t = rep[t];
             let ranges = &scalars[a];
             match by_target.iter_mut().find(|(x, _)| *x == t) {
                 Some((_, r)) => r.extend_from_slice(ranges),
@@ -306,7 +308,71 @@ pub fn combination(
         }
         b.define(ids[s]?, Expr::choice(alts));
     }
-    Some(Expr::Rule(ids[0]?))
+    Some(Expr::Rule(ids[rep[0]]?))
+}
+
+/// For each live state of a DFA (`delta[s][atom]`), a state with the same future: the
+/// first met with the same acceptance and, on every atom that holds a character
+/// (`usable`), the same target up to such representatives (the product of a pattern and
+/// a length bound reaches one position of the pattern by many ways). States are settled
+/// after their targets (a reverse topological order, a state's loops on itself
+/// compared as loops); states on longer cycles stay their own. One rule is then written
+/// per representative.
+fn same_futures(
+    delta: &[Vec<usize>],
+    accepting: &[bool],
+    live: &[bool],
+    usable: &[bool],
+) -> Vec<usize> {
+    const DEAD: usize = usize::MAX;
+    const ITSELF: usize = usize::MAX - 1;
+    let n = delta.len();
+    let mut rep: Vec<usize> = (0..n).collect();
+    // The live states each state leads to (not itself), and the reverse.
+    let targets = |s: usize| {
+        let mut ts: Vec<usize> = delta[s]
+            .iter()
+            .zip(usable)
+            .filter(|&(&t, &u)| u && live[t] && t != s)
+            .map(|(&t, _)| t)
+            .collect();
+        ts.sort_unstable();
+        ts.dedup();
+        ts
+    };
+    let mut pending: Vec<usize> = vec![0; n];
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut ready = Vec::new();
+    for s in (0..n).filter(|&s| live[s]) {
+        let ts = targets(s);
+        pending[s] = ts.len();
+        for t in ts {
+            preds[t].push(s);
+        }
+        if pending[s] == 0 {
+            ready.push(s);
+        }
+    }
+    let mut by_future: FxHashMap<(bool, Vec<usize>), usize> = FxHashMap::default();
+    while let Some(s) = ready.pop() {
+        let row = delta[s]
+            .iter()
+            .zip(usable)
+            .map(|(&t, &u)| match (u && live[t], t == s) {
+                (false, _) => DEAD,
+                (true, true) => ITSELF,
+                (true, false) => rep[t],
+            })
+            .collect();
+        rep[s] = *by_future.entry((accepting[s], row)).or_insert(s);
+        for &p in &preds[s] {
+            pending[p] -= 1;
+            if pending[p] == 0 {
+                ready.push(p);
+            }
+        }
+    }
+    rep
 }
 
 /// The characters of a code point range (surrogates left out).
@@ -364,6 +430,42 @@ mod tests {
     }
 
     /// A search with the same pattern through the converter's own (positive) lowering.
+    /// A pattern within a length bound: the product reaches each position of the
+    /// pattern by many ways (after `a:` and two letters, or `ab:` and one), written once.
+    #[test]
+    fn states_with_the_same_future_are_one_rule() {
+        let pattern = "^[a-z0-9-]+:[a-z]+$";
+        let mut b = GrammarBuilder::new();
+        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let e = regex_to_ir(pattern, &mut b, opts).unwrap();
+        let bounded = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(12));
+        let both = |m: &[bool]| m[0] && m[1];
+        let c = combination(&[e, bounded], both, CharEncoding::Raw, &mut b, "p").unwrap();
+        let root = b.declare("root");
+        b.define(root, c);
+        let g = b.finish(root).unwrap();
+        // 41 rules when every state of the product is written (root included), 32 with
+        // the states of the same future merged.
+        assert!(g.rules.len() <= 32, "{} rules", g.rules.len());
+        let re = regex_lite_search(pattern);
+        let texts = [
+            "a:b",
+            "ab:c",
+            "a:bc",
+            "abcdefghij:k",
+            "abcdefghij:kl",
+            "a:bcdefghijk",
+            "a:bcdefghijkl",
+            ":",
+            "a:",
+            "a-b:c9",
+        ];
+        for t in texts {
+            let expected = re(t) && t.chars().count() <= 12;
+            assert_eq!(ReferenceMatcher::new(&g).matches(t), expected, "{t:?}");
+        }
+    }
+
     fn regex_lite_search(pattern: &str) -> impl Fn(&str) -> bool {
         let mut b = GrammarBuilder::new();
         let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };

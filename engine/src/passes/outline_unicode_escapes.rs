@@ -61,6 +61,10 @@ fn rules_to_move(grammar: &Grammar, max_leaf_weight: usize) -> Vec<bool> {
     let n = grammar.rules.len();
     let own: Vec<usize> = grammar.rules.iter().map(|r| copies(&r.body)).collect();
     let mut moves: Vec<bool> = own.iter().map(|&c| c >= MIN_COPIES).collect();
+    if !own.iter().any(|&c| (1..MIN_COPIES).contains(&c)) {
+        // No rule with too few copies of its own: groups change nothing.
+        return moves;
+    }
     let linear = RightLinear::of(grammar, max_leaf_weight);
     // The entry whose reach each rule was last met in.
     let mut met = vec![usize::MAX; n];
