@@ -116,7 +116,7 @@ pub fn run(
     deadline.check("rule inlining")?;
     let grammar = remove_dead_rules(grammar);
     let grammar = outline_repetitions(grammar);
-    let grammar = outline_unicode_escapes(grammar, config.inline_max_rule_size);
+    let grammar = outline_unicode_escapes(grammar);
     deadline.check("repetition outlining")?;
     Ok(grammar)
 }

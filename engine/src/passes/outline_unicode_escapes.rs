@@ -18,7 +18,6 @@
 //! when there are at least [`MIN_COPIES`].
 
 use super::inline_rules::refers;
-use crate::automaton::right_linear::RightLinear;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
 use std::collections::HashMap;
 
@@ -26,11 +25,10 @@ use std::collections::HashMap;
 pub const MIN_COPIES: usize = 4;
 
 /// Moves the `\u` tails of escapes copied many times in one automaton into rules of their
-/// own, one per distinct tail. `max_leaf_weight` is the bound on linear leaves the
-/// compiler uses (`PassConfig::inline_max_rule_size`).
-pub fn outline_unicode_escapes(mut grammar: Grammar, max_leaf_weight: usize) -> Grammar {
+/// own, one per distinct tail.
+pub fn outline_unicode_escapes(mut grammar: Grammar) -> Grammar {
     let first_new = grammar.rules.len();
-    let moves = rules_to_move(&grammar, max_leaf_weight);
+    let moves = rules_to_move(&grammar);
     let mut tails: HashMap<Expr, RuleId> = HashMap::new();
     let mut new_rules: Vec<Rule> = Vec::new();
     for r in (0..first_new).filter(|&r| moves[r]) {
@@ -55,40 +53,51 @@ pub fn outline_unicode_escapes(mut grammar: Grammar, max_leaf_weight: usize) -> 
 }
 
 /// The rules whose tails move: those holding [`MIN_COPIES`] escapes in place, and the
-/// linear rules an entry reads in place ([`RightLinear`]: the states of a pattern's
-/// complement, one rule each) where that automaton holds as many.
-fn rules_to_move(grammar: &Grammar, max_leaf_weight: usize) -> Vec<bool> {
+/// states of a pattern's complement, one rule each, whose every reference ends the rule
+/// (they are read in place by the rule that enters them, [`RightLinear`]), where the
+/// states that refer to one another so hold as many together.
+///
+/// [`RightLinear`]: crate::automaton::right_linear
+fn rules_to_move(grammar: &Grammar) -> Vec<bool> {
     let n = grammar.rules.len();
-    let own: Vec<usize> = grammar.rules.iter().map(|r| copies(&r.body)).collect();
+    // Per rule: its copies, and its references when they all end it.
+    let mut tails: Vec<Option<Vec<usize>>> = Vec::with_capacity(n);
+    let mut own = Vec::with_capacity(n);
+    for rule in &grammar.rules {
+        let mut refs = Some(Vec::new());
+        own.push(copies(&rule.body, true, &mut refs));
+        tails.push(refs);
+    }
     let mut moves: Vec<bool> = own.iter().map(|&c| c >= MIN_COPIES).collect();
     if !own.iter().any(|&c| (1..MIN_COPIES).contains(&c)) {
-        // No rule with too few copies of its own: groups change nothing.
         return moves;
     }
-    let linear = RightLinear::of(grammar, max_leaf_weight);
-    // The entry whose reach each rule was last met in.
-    let mut met = vec![usize::MAX; n];
-    for entry in (0..n).filter(|&r| linear.is_entry(RuleId::new(r))) {
-        let (mut reach, mut stack) = (Vec::new(), vec![entry]);
-        met[entry] = entry;
-        let (mut total, mut held) = (0usize, false);
-        while let Some(r) = stack.pop() {
-            reach.push(r);
-            total = total.saturating_add(own[r]);
-            held |= moves[r];
-            grammar.rules[r].body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
-                let c = callee.index();
-                if tail && linear.is_linear(callee) && met[c] != entry {
-                    met[c] = entry;
-                    stack.push(c);
-                }
-            });
+    // The states (fewer copies, references only at the end) joined along their
+    // references to one another.
+    let state = |r: usize| own[r] < MIN_COPIES && tails[r].is_some();
+    let mut group: Vec<usize> = (0..n).collect();
+    fn find(group: &mut [usize], mut r: usize) -> usize {
+        while group[r] != r {
+            group[r] = group[group[r]];
+            r = group[r];
         }
-        if held || total >= MIN_COPIES {
-            for r in reach {
-                moves[r] = true;
+        r
+    }
+    for r in (0..n).filter(|&r| state(r)) {
+        for &c in tails[r].iter().flatten() {
+            if state(c) {
+                let (a, b) = (find(&mut group, r), find(&mut group, c));
+                group[a] = b;
             }
         }
+    }
+    let mut total = vec![0usize; n];
+    for r in (0..n).filter(|&r| state(r)) {
+        let g = find(&mut group, r);
+        total[g] = total[g].saturating_add(own[r]);
+    }
+    for r in (0..n).filter(|&r| state(r) && own[r] > 0) {
+        moves[r] |= total[find(&mut group, r)] >= MIN_COPIES;
     }
     moves
 }
@@ -117,17 +126,29 @@ fn escape_at(items: &[Expr], i: usize) -> bool {
         && matches!(items.get(i + 1), Some(Expr::Choice(alts)) if alts.iter().any(is_tail))
 }
 
-/// The escapes with a `\u` tail `e` holds in place.
-fn copies(e: &Expr) -> usize {
+/// The escapes with a `\u` tail `e` holds in place; the rules `e` refers to go on
+/// `refs` while each reference ends the rule (`at_end`: `e` does), and it becomes `None`
+/// at the first that does not.
+fn copies(e: &Expr, at_end: bool, refs: &mut Option<Vec<usize>>) -> usize {
     match e {
         Expr::Seq(items) => {
             let own = (0..items.len()).filter(|&i| escape_at(items, i)).count();
-            own + items.iter().map(copies).sum::<usize>()
+            let last = items.len().saturating_sub(1);
+            let inner =
+                items.iter().enumerate().map(|(i, item)| copies(item, at_end && i == last, refs));
+            own + inner.sum::<usize>()
         }
-        Expr::Choice(items) => items.iter().map(copies).sum(),
+        Expr::Choice(items) => items.iter().map(|item| copies(item, at_end, refs)).sum(),
         Expr::Repeat { expr, min, max } => {
             let n = max.unwrap_or(min.saturating_add(1)).max(*min) as usize;
-            copies(expr).saturating_mul(n)
+            copies(expr, false, refs).saturating_mul(n)
+        }
+        Expr::Rule(r) => {
+            match refs {
+                Some(list) if at_end => list.push(r.index()),
+                _ => *refs = None,
+            }
+            0
         }
         _ => 0,
     }
@@ -190,10 +211,10 @@ mod tests {
             character(),
             Expr::literal("\""),
         ]);
-        let g = outline_unicode_escapes(grammar_of(many), 1000);
+        let g = outline_unicode_escapes(grammar_of(many));
         assert_eq!(g.rules.len(), 2, "{g:?}");
         assert!(is_escape_tail(&g.rules[1]), "{:?}", g.rules[1]);
-        assert_eq!(copies(&g.rules[0].body), 0, "every tail moved");
+        assert_eq!(copies(&g.rules[0].body, true, &mut None), 0, "every tail moved");
         // The characters and their backslash stay in place; the escape's choice calls.
         let Expr::Seq(items) = &g.rules[0].body else { panic!() };
         let Expr::Choice(alts) = &items[2] else { panic!("{:?}", items[2]) };
@@ -201,7 +222,7 @@ mod tests {
         assert_eq!(escape[0], Expr::literal("\\"));
         assert!(matches!(&escape[1], Expr::Choice(a) if a.contains(&Expr::Rule(RuleId::new(1)))));
         let few = Expr::repeat(character(), 0, Some(MIN_COPIES as u32 - 1));
-        let g = outline_unicode_escapes(grammar_of(few.clone()), 1000);
+        let g = outline_unicode_escapes(grammar_of(few.clone()));
         assert_eq!(g.rules.len(), 1);
         assert_eq!(g.rules[0].body, few);
     }

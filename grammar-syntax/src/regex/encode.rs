@@ -163,8 +163,11 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
     if !plain_ranges.is_empty() {
         alts.push(Expr::Class(CharClass::new(false, plain_ranges)));
     }
-    // The escapes: the short ones and the `\uXXXX` forms.
-    let mut escapes = Vec::new();
+    // The escapes, one backslash and a choice of what follows it: the short ones, and the
+    // `\uXXXX` forms as one alternative `u ...` (the shape the engine's
+    // `outline_unicode_escapes` moves into a call). Both parts are kept split once per
+    // thread, so a class costs one copy of each.
+    let mut after = Vec::new();
     // The characters with escapes in the class, as bits (32 controls, `"`, `\`, `/`);
     // their escapes' trie is built once per set and thread.
     let special: Vec<char> = ('\0'..='\u{1f}').chain(['"', '\\', '/']).collect();
@@ -175,10 +178,10 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
         .fold(0u64, |bits, (i, _)| bits | 1 << i);
     if bits != 0 {
         thread_local! {
-            static TRIES: std::cell::RefCell<std::collections::HashMap<u64, Expr>> =
+            static TRIES: std::cell::RefCell<std::collections::HashMap<u64, Option<Expr>>> =
                 std::cell::RefCell::default();
         }
-        let trie = TRIES.with(|tries| {
+        let rest = TRIES.with(|tries| {
             tries
                 .borrow_mut()
                 .entry(bits)
@@ -192,65 +195,54 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
                         .filter(|f| f != "/")
                         .map(String::into_bytes)
                         .collect();
-                    if escapes.is_empty() {
-                        never()
-                    } else {
-                        ascii_trie(escapes)
-                    }
+                    // JSON's escapes all start with the backslash.
+                    let rests: Vec<Vec<u8>> = escapes
+                        .iter()
+                        .filter_map(|e| e.strip_prefix(b"\\"))
+                        .map(<[u8]>::to_vec)
+                        .collect();
+                    debug_assert_eq!(rests.len(), escapes.len());
+                    (!rests.is_empty()).then(|| ascii_trie(rests))
                 })
                 .clone()
         });
-        if !is_never(&trie) {
-            escapes.push(trie);
-        }
+        after.extend(rest);
     }
-    // The `\uXXXX` forms, built once per class and thread (the cache is emptied past
-    // `UNICODE_CACHE` classes, so a long-running process does not grow it forever).
-    type Cache = std::collections::HashMap<Vec<(char, char)>, Option<Expr>>;
+    // The `\uXXXX` forms after `\u`, built once per class and thread (the cache is emptied
+    // past `UNICODE_CACHE` classes, so a long-running process does not grow it forever).
+    type Cache = std::collections::HashMap<Vec<(char, char)>, Option<Result<Expr, Expr>>>;
     const UNICODE_CACHE: usize = 4_096;
     thread_local! {
         static UNICODE: std::cell::RefCell<Cache> = std::cell::RefCell::default();
     }
-    let unicode = UNICODE.with(|cache| {
+    let hex = UNICODE.with(|cache| {
         let mut cache = cache.borrow_mut();
         if cache.len() >= UNICODE_CACHE && !cache.contains_key(&ranges) {
             cache.clear();
         }
-        cache.entry(ranges.clone()).or_insert_with(|| unicode_escapes(&ranges)).clone()
+        cache
+            .entry(ranges.clone())
+            .or_insert_with(|| {
+                // (Every form starts with `\u`; one that did not would stay whole.)
+                unicode_escapes(&ranges).map(|e| without_prefix(&e, b"\\u").ok_or(e))
+            })
+            .clone()
     });
-    escapes.extend(unicode);
-    alts.extend(after_one_backslash(escapes));
+    let mut whole = None;
+    match hex {
+        Some(Ok(hex)) => after.push(Expr::Seq(vec![Expr::literal("u"), hex])),
+        Some(Err(forms)) => whole = Some(forms),
+        None => {}
+    }
+    if !after.is_empty() {
+        alts.push(Expr::Seq(vec![Expr::literal("\\"), Expr::choice(after)]));
+    }
+    alts.extend(whole);
     if alts.is_empty() {
         never()
     } else {
         Expr::choice(alts)
     }
-}
-
-/// The escapes `escapes` (each starting with a backslash) as one backslash and a choice
-/// of what follows it, `"u" hex...` one alternative of its own: `\\ ([nt] | u ...)`, as
-/// [`json_escape`] writes them, so that one state reads the backslash and the `\u`
-/// tails of a rule's many characters can become one call (the engine's
-/// `outline_unicode_escapes`). The escapes as they are when one does not start so.
-fn after_one_backslash(escapes: Vec<Expr>) -> Vec<Expr> {
-    let Some(rests) = escapes.iter().map(|e| without_prefix(e, b"\\")).collect::<Option<Vec<_>>>()
-    else {
-        return escapes;
-    };
-    let (mut after, mut hex) = (Vec::new(), Vec::new());
-    for rest in rests {
-        match without_prefix(&rest, b"u") {
-            Some(digits) => hex.push(digits),
-            None => after.push(rest),
-        }
-    }
-    if !hex.is_empty() {
-        after.push(Expr::Seq(vec![Expr::literal("u"), Expr::choice(hex)]));
-    }
-    if after.is_empty() {
-        return Vec::new();
-    }
-    vec![Expr::Seq(vec![Expr::literal("\\"), Expr::choice(after)])]
 }
 
 /// `e` without the bytes `prefix` that each of its texts starts with; `None` when some
