@@ -429,7 +429,6 @@ mod tests {
         }
     }
 
-    /// A search with the same pattern through the converter's own (positive) lowering.
     /// A pattern within a length bound: the product reaches each position of the
     /// pattern by many ways (after `a:` and two letters, or `ab:` and one), written once.
     #[test]
@@ -466,6 +465,7 @@ mod tests {
         }
     }
 
+    /// A search with the same pattern through the converter's own (positive) lowering.
     fn regex_lite_search(pattern: &str) -> impl Fn(&str) -> bool {
         let mut b = GrammarBuilder::new();
         let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };

@@ -426,7 +426,7 @@ impl MaskCache {
         let depth = *self.longest_token.get_or_init(|| {
             let sorted = grammar.vocab.sorted();
             let longest = (0..sorted.len()).map(|i| sorted.bytes(i).len()).max().unwrap_or(0);
-            u16::try_from(longest).unwrap_or(u16::MAX - 1)
+            u16::try_from(longest).unwrap_or(u16::MAX)
         });
         let shortest = self
             .shortest
