@@ -6,6 +6,7 @@ mod eliminate_left_recursion;
 mod fuse_sequences;
 mod inline_rules;
 mod lower_char_classes;
+mod merge_identical_rules;
 mod outline_repetitions;
 mod outline_unicode_escapes;
 mod remove_dead_rules;
@@ -19,6 +20,7 @@ pub use inline_rules::{
 };
 pub use lower_char_classes::lower_char_classes;
 pub(crate) use lower_char_classes::{class_to_bytes, ByClass, ClassTable};
+pub use merge_identical_rules::merge_identical_rules;
 pub use outline_repetitions::outline_repetitions;
 pub use outline_unicode_escapes::{is_escape_tail, outline_unicode_escapes};
 pub use remove_dead_rules::remove_dead_rules;
@@ -95,6 +97,9 @@ impl Default for PassConfig {
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
 /// 6. [`outline_unicode_escapes`]: what follows `\u` in the escapes of JSON string
 ///    characters copied many times in one rule becomes a call.
+/// 7. [`merge_identical_rules`]: rules that read the same (the chunks of every long
+///    string with the same characters, a definition written out twice) become one, so
+///    its automaton and mask entries serve every caller.
 ///
 /// Character classes stay classes: automaton construction reads each as its UTF-8 byte
 /// automaton, lowered once per distinct class ([`lower_char_classes`]), so tokens that
@@ -118,5 +123,7 @@ pub fn run(
     let grammar = outline_repetitions(grammar);
     let grammar = outline_unicode_escapes(grammar);
     deadline.check("repetition outlining")?;
+    let grammar = merge_identical_rules(grammar);
+    deadline.check("identical-rule merging")?;
     Ok(grammar)
 }
