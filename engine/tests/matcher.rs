@@ -1063,6 +1063,33 @@ fn diverting_characters_give_the_same_masks() {
     }
 }
 
+/// A string whose `maxLength` is in the thousands is read in chunks of characters, one
+/// call after another. Near a chunk's end, the runs of string characters longer than
+/// what is left leave it whole, and the caller reads them on (through the next chunk's
+/// call): both the position and its parent entry take the slices' bitmask instead of
+/// walking each token, with the masks of the plain walk.
+#[test]
+fn chunk_ends_read_the_slices_through_the_return() {
+    let v = string_vocab();
+    let schema = r#"{"type": "object", "required": ["s"], "additionalProperties": false,
+        "properties": {"s": {"type": "string", "maxLength": 3000}}}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    masked_walks_agree(&grammars, 0x3C6E_F372_FE94_F82B, 20, 80, || {});
+    // Deep in the string, 40 characters at a time (chunks end 8 characters further on
+    // at each step): every run is read on, as the tokens accepted one by one say.
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"s\":\"").unwrap();
+    let run = v.token_id(&b"a".repeat(60)).unwrap();
+    fired(&[Path::LeftWhole, Path::ThroughReturn], || {
+        for _ in 0..20 {
+            let allowed = mask_of(&m);
+            assert_eq!(allowed, accepted_one_by_one(&m));
+            assert!(allowed.contains(&run));
+            m.accept_string(&"é".repeat(40)).unwrap();
+        }
+    });
+}
+
 /// Object keys that are known names or any other string: inside a key, a token's safe
 /// run may follow a known name for a while or leave for the other keys at once; tokens
 /// whose run reaches the other keys' string are classified by their tails.

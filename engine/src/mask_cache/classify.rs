@@ -19,7 +19,10 @@
 
 use super::counters::{self, Path};
 use super::entry::{ParentMask, PositionMask, TokenList};
-use super::runs::{diverted, run_layers, safe_depth, safe_loop_state, Excluded, SafeDepth};
+use super::runs::{
+    depth_with_calls, diverted, run_layers, safe_depth, safe_loop_state, Excluded, RuleView,
+    SafeDepth,
+};
 use super::slicing::{Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
 use super::MaskCache;
 use crate::automaton::Dfa;
@@ -54,6 +57,23 @@ impl<'a> View<'a> {
     #[inline]
     fn callee(&self, rule: RuleId) -> Option<(&'a Dfa, &'a RuleExits)> {
         self.cache.callee(self.grammar, rule).map(|(dfa, slots)| (dfa, &slots.exits))
+    }
+
+    /// The view's rule with the memo of its safe depths, for [`depth_with_calls`].
+    fn rule_view<'m>(&self, memo: &'m [AtomicU32]) -> RuleView<'m>
+    where
+        'a: 'm,
+    {
+        RuleView { dfa: self.dfa, exits: self.exits, memo, start: None }
+    }
+
+    /// The automata of the rules a walk may enter, for [`depth_with_calls`].
+    fn rules(&self) -> impl Fn(RuleId) -> Option<RuleView<'a>> + '_ {
+        |r| {
+            let (dfa, slots) = self.cache.callee(self.grammar, r)?;
+            let start = Some(&slots.start_depth);
+            Some(RuleView { dfa, exits: &slots.exits, memo: &slots.safe_memo, start })
+        }
     }
 
     /// Whether caller state `to` could take `b` in any way: read it, or leave through a
@@ -464,9 +484,25 @@ impl SlicePlan {
         safe_memo: &[AtomicU32],
     ) -> Option<SlicePlan> {
         let dfa = view.dfa;
-        let excluded = Excluded::at(dfa, state)?;
+        let Some(excluded) = Excluded::at(dfa, state) else {
+            return SlicePlan::through_calls(view, state, slicing, safe_memo);
+        };
         let slicing = slicing();
-        let depth = safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
+        let mut depth =
+            safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
+        if depth.last.is_some() && excluded.is_empty() {
+            // The run ends in a call (the next chunk of a long string): the calls count.
+            let cap = slicing.depth_cap();
+            let more = depth_with_calls(&view.rule_view(safe_memo), state, cap, &view.rules());
+            if more > depth.depth {
+                depth = SafeDepth {
+                    depth: more,
+                    rejects_longer: false,
+                    leaves_longer: false,
+                    last: None,
+                };
+            }
+        }
         // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
         if covered <= EXACT && !excluded.is_empty() {
@@ -494,6 +530,37 @@ impl SlicePlan {
             layers => RestWalk::Bounded { depth, layers },
         };
         Some(SlicePlan { slicing, covered, union, rest })
+    }
+}
+
+impl SlicePlan {
+    /// The plan for `state` of `view`'s rule when it reads safe characters only through
+    /// calls (the next chunk of a long string): the slices its calls read whole are
+    /// accepted by their bitmask ([`depth_with_calls`]), the other parts walked.
+    fn through_calls(
+        view: &View<'_>,
+        state: StateId,
+        slicing: impl FnOnce() -> Arc<Slicing>,
+        safe_memo: &[AtomicU32],
+    ) -> Option<SlicePlan> {
+        if view.dfa.calls(state).is_empty() {
+            return None;
+        }
+        let (rule, rules) = (view.rule_view(safe_memo), view.rules());
+        // A first look as far as the slices read exactly, before the vocabulary's
+        // slicing is asked for.
+        if depth_with_calls(&rule, state, EXACT + 1, &rules) == 0 {
+            return None;
+        }
+        let slicing = slicing();
+        let depth = depth_with_calls(&rule, state, slicing.depth_cap(), &rules);
+        let covered = slicing.covered(depth);
+        if covered == 0 {
+            return None;
+        }
+        let union = slicing.union(covered).clone();
+        let depth = SafeDepth { depth, rejects_longer: false, leaves_longer: false, last: None };
+        Some(SlicePlan { slicing, covered, union, rest: RestWalk::Bounded { depth, layers: None } })
     }
 }
 
@@ -555,13 +622,19 @@ pub(crate) fn classify(
         }
         RestWalk::Bounded { depth, layers } => {
             // Longer safe runs are rejected whole when the automaton refuses any safe
-            // character after `depth` of them, never having been open on the way (the
+            // character after `depth` of them, never having been open on the way, and
+            // are context-dependent whole when every state there leaves it instead (the
             // slices after `depth` then hold only longer runs when `depth <= EXACT`).
-            let skip = if depth.rejects_longer && depth.depth <= EXACT {
-                slicing.slices_after(plan.covered)
-            } else {
-                0
-            };
+            let whole = depth.depth <= EXACT && (depth.rejects_longer || depth.leaves_longer);
+            let skip = if whole { slicing.slices_after(plan.covered) } else { 0 };
+            if whole && depth.leaves_longer {
+                for part in slicing.remaining(plan.covered).take(skip) {
+                    part.dependent(0, part.count(), &mut found.dependent);
+                }
+                counters::add(Path::LeftWhole, || {
+                    slicing.remaining(plan.covered).take(skip).map(|p| p.count()).sum()
+                });
+            }
             let (rest, runs, tails) = slicing.rest_with_tails();
             // A string of bounded length: the tails by run length, each from the state
             // after its run.
@@ -594,7 +667,8 @@ pub(crate) fn classify(
             }
         }
     }
-    found.dependent.sort_unstable();
+    // Ascending runs, one per part walked or taken whole: merged by the stable sort.
+    found.dependent.sort();
     let accepted = TokenList::from_ids(found.accepted, vocab.vocab_size());
     PositionMask { accepted, sliced: Some(plan.union), dependent: found.dependent }
 }

@@ -19,6 +19,13 @@ pub enum Path {
     LoopState,
     /// A token of the slices holding a character that leaves a pattern's loop, walked.
     Diverted,
+    /// A token of the slices longer than a position's chunk of a string has left,
+    /// context-dependent whole without a walk.
+    LeftWhole,
+    /// A context-dependent token of the slices accepted whole by a parent entry: read
+    /// to its end through the return to the caller (the caller reads on where a
+    /// string's chunk ends).
+    ThroughReturn,
     /// Read on inside the one callee whose start reads its next byte.
     CalleeEntry,
     /// Decided by a position's own cache entry.
@@ -38,11 +45,13 @@ pub enum Path {
 
 impl Path {
     /// Every path, in declaration order.
-    pub const ALL: [Path; 10] = [
+    pub const ALL: [Path; 12] = [
         Path::Slices,
         Path::Tails,
         Path::LoopState,
         Path::Diverted,
+        Path::LeftWhole,
+        Path::ThroughReturn,
         Path::CalleeEntry,
         Path::PositionEntry,
         Path::ThroughEntry,

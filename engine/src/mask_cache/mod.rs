@@ -119,6 +119,9 @@ pub(crate) struct RuleSlots {
     pub(crate) exits: RuleExits,
     /// Per state: the memo of the safe depth (`runs::safe_depth`).
     safe_memo: Vec<AtomicU32>,
+    /// The safe depth of the start state, for the walks that call the rule
+    /// (`runs::depth_with_calls`).
+    start_depth: OnceLock<runs::SafeDepth>,
     /// Whether positions inside the rule are classified with their return position
     /// ([`MaskCache::through_entry`]): counted runs and escapes kept as calls.
     through: bool,
@@ -153,6 +156,7 @@ impl RuleSlots {
             slots: (0..dfa.len()).map(|_| OnceLock::new()).collect(),
             exits: RuleExits::of(dfa, r, summaries),
             safe_memo: (0..dfa.len()).map(|_| AtomicU32::new(UNKNOWN_DEPTH)).collect(),
+            start_depth: OnceLock::new(),
             through,
             leaf,
             equivalence: Mutex::new(None),
@@ -464,7 +468,13 @@ impl MaskCache {
                 let start =
                     Start::InCallee { callee: top.rule, state: top.state, to: parent.state };
                 let view = self.view(grammar, parent.rule);
-                let mut mask = classify_listed(view, start, &grammar.vocab, dependent);
+                let (through, dependent) =
+                    self.read_through_return(grammar, parent, top, dependent);
+                let mut mask = classify_listed(view, start, &grammar.vocab, &dependent);
+                if !through.is_empty() {
+                    let size = grammar.vocab.vocab_size();
+                    mask.accepted.extend(&TokenList::from_ids(through, size));
+                }
                 if !mask.dependent.is_empty() {
                     let split = self.classify_split(grammar, frames, below, &mask.dependent)?;
                     mask.accepted.extend(&split.accepted);
@@ -475,6 +485,59 @@ impl MaskCache {
             [_, _, ..] => self.classify_split(grammar, frames, below, dependent)?,
             _ => crate::mask::classify_below(grammar, frames, dependent)?,
         }))
+    }
+
+    /// Of `dependent`, the context-dependent tokens of `top` (a position of a leaf rule
+    /// called from `parent`), those of the slices read whole through the return to
+    /// `parent` ([`runs::depth_through_return`]: the runs a string's chunk leaves at its
+    /// end, which the caller reads on), as token ids; and the others, to classify.
+    fn read_through_return<'d>(
+        &self,
+        grammar: &CompiledGrammar,
+        parent: Position,
+        top: Position,
+        dependent: &'d [SortedPos],
+    ) -> (Vec<u32>, std::borrow::Cow<'d, [SortedPos]>) {
+        let rule_view = |rule: RuleId| {
+            let (dfa, slots) = self.callee(grammar, rule)?;
+            Some(runs::RuleView {
+                dfa,
+                exits: &slots.exits,
+                memo: &slots.safe_memo,
+                start: Some(&slots.start_depth),
+            })
+        };
+        let (Some(callee), Some(caller)) = (rule_view(top.rule), rule_view(parent.rule)) else {
+            return (Vec::new(), dependent.into());
+        };
+        let depth = |cap| {
+            runs::depth_through_return(&callee, top.state, &caller, parent.state, cap, &rule_view)
+        };
+        // A first look as far as the slices read exactly, before the vocabulary's slicing
+        // is asked for (a leaf rule of digits reads no safe run).
+        if depth(slicing::EXACT + 1) == 0 {
+            return (Vec::new(), dependent.into());
+        }
+        let slicing = self.slicing(&grammar.vocab);
+        let depth = depth(slicing.depth_cap());
+        let covered = slicing.covered(depth);
+        if covered == 0 {
+            return (Vec::new(), dependent.into());
+        }
+        let union = slicing.union(covered);
+        let sorted = grammar.vocab.sorted();
+        let mut through = Vec::new();
+        let mut rest = Vec::new();
+        for &p in dependent {
+            let id = sorted.token_id(p.index());
+            if grammask_tokenset::get_bit(union, id) {
+                through.push(id);
+            } else {
+                rest.push(p);
+            }
+        }
+        counters::add(counters::Path::ThroughReturn, || through.len());
+        (through, rest.into())
     }
 
     /// Fills every position's entry now, in parallel. Fails with the limit

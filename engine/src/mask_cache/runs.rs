@@ -8,7 +8,9 @@ use super::slicing::{safe_ascii, ASCII_SEQS, EXACT, NON_ASCII_LEADS, RUN_LAYERS,
 use crate::automaton::Dfa;
 use crate::follow::{ByteSet, RuleExits};
 use crate::ids::StateId;
+use grammask_syntax::ir::RuleId;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 /// Layers of [`safe_depth`] larger than this end the search (no slice is used past the
 /// depth reached so far).
@@ -468,6 +470,16 @@ pub(crate) struct SafeDepth {
     /// state after `depth` characters refuses the first byte of every safe character.
     /// Such runs are rejected whatever the stack.
     pub(crate) rejects_longer: bool,
+    /// Whether every run of more than `depth` safe characters leaves the automaton after
+    /// `depth` of them: every state after `depth` characters refuses the first byte of
+    /// every safe character, ends the rule and is open (the end of a string's chunk,
+    /// whose caller reads on). Such runs are context-dependent whatever they hold after
+    /// that.
+    pub(crate) leaves_longer: bool,
+    /// The one state every run of `depth` safe characters leads to, when it refuses the
+    /// first byte of every safe character (a chain of states that ends in a call: the
+    /// characters before a long string's next chunk).
+    pub(crate) last: Option<StateId>,
 }
 
 /// A memo entry of [`safe_depth`] not filled yet.
@@ -520,9 +532,97 @@ pub(crate) fn safe_depth(
     // character.
     let (found, open) = search_depth(dfa, exits, state, cap, &[], Some(state));
     if open || is_open(exits, state) {
-        return SafeDepth { depth: 0, rejects_longer: false };
+        return SafeDepth { depth: 0, rejects_longer: false, leaves_longer: false, last: None };
     }
     found
+}
+
+/// An automaton and its analyses, for [`depth_through_return`].
+pub(crate) struct RuleView<'a> {
+    pub(crate) dfa: &'a Dfa,
+    pub(crate) exits: &'a RuleExits,
+    /// The memo of [`safe_depth`], one entry per state.
+    pub(crate) memo: &'a [AtomicU32],
+    /// Where the safe depth of the start state is kept once searched (as far as
+    /// [`START_CAP`]); `None` for a rule only read from, never called.
+    pub(crate) start: Option<&'a OnceLock<SafeDepth>>,
+}
+
+/// How far [`RuleView::start_depth`] searches: past any token's safe run.
+const START_CAP: usize = 1 << 12;
+
+impl RuleView<'_> {
+    /// The [`safe_depth`] of the start state (a callee's, met at every call), capped at
+    /// `cap`.
+    fn start_depth(&self, cap: usize) -> SafeDepth {
+        let search = || {
+            let start = self.dfa.start();
+            safe_depth(self.dfa, self.exits, start, START_CAP, self.memo, &Excluded::default())
+        };
+        let found = match self.start {
+            Some(kept) => *kept.get_or_init(search),
+            None => search(),
+        };
+        if found.depth >= cap {
+            SafeDepth { depth: cap, rejects_longer: false, leaves_longer: false, last: None }
+        } else {
+            found
+        }
+    }
+}
+
+/// The safe characters read for certain from `state` of a rule called from `to` of
+/// another (at most `cap`): the callee's own [`safe_depth`], and when every longer run
+/// leaves the callee there ([`SafeDepth::leaves_longer`]: the end of a string's chunk),
+/// the caller's from `to` on top ([`depth_with_calls`]). A token of the slices within it
+/// is read whole, in the callee and then in the caller, whatever the frames below.
+pub(crate) fn depth_through_return<'a>(
+    callee: &RuleView<'a>,
+    state: StateId,
+    caller: &RuleView<'a>,
+    to: StateId,
+    cap: usize,
+    rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
+) -> usize {
+    let own = safe_depth(callee.dfa, callee.exits, state, cap, callee.memo, &Excluded::default());
+    if !own.leaves_longer || own.depth >= cap {
+        return own.depth;
+    }
+    own.depth + depth_with_calls(caller, to, cap - own.depth, rules)
+}
+
+/// The safe characters read for certain from `state` of `rule` (at most `cap`), its
+/// calls counted: its own [`safe_depth`], with what it reads on from the state its runs
+/// end at ([`SafeDepth::last`], which reads on through calls), or, if more, a callee's
+/// from its start, and when every longer run leaves the callee there
+/// ([`SafeDepth::leaves_longer`]), what `rule` reads on from the call's return state (a
+/// long string's chunks, one call after another). `rules` gives the callees' automata.
+/// Each way reads every run of its depth by itself, so the largest holds.
+pub(crate) fn depth_with_calls<'a>(
+    rule: &RuleView<'a>,
+    state: StateId,
+    cap: usize,
+    rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
+) -> usize {
+    let none = Excluded::default();
+    let own = safe_depth(rule.dfa, rule.exits, state, cap, rule.memo, &none);
+    let mut best = own.depth;
+    if let Some(last) = own.last.filter(|_| own.depth > 0 && own.depth < cap) {
+        best = best.max(own.depth + depth_with_calls(rule, last, cap - own.depth, rules));
+    }
+    for &(callee, back) in rule.dfa.calls(state) {
+        if best >= cap {
+            break;
+        }
+        let Some(view) = rules(callee) else { continue };
+        let own = view.start_depth(cap);
+        let mut depth = own.depth;
+        if own.leaves_longer && own.depth > 0 && own.depth < cap {
+            depth += depth_with_calls(rule, back, cap - own.depth, rules);
+        }
+        best = best.max(depth);
+    }
+    best.min(cap)
 }
 
 /// [`safe_depth`]'s search, reading the safe characters (only those `reference` reads,
@@ -544,6 +644,8 @@ fn search_depth(
     let mut depth = 0;
     let mut unbounded = false;
     let mut rejects_longer = false;
+    let mut leaves_longer = false;
+    let mut last = None;
     let reps = class_reps(dfa);
     let known =
         |s: StateId| memo.get(s.index()).map_or(UNKNOWN_DEPTH, |m| m.load(Ordering::Relaxed));
@@ -572,7 +674,14 @@ fn search_depth(
         }
         let step = step_char(dfa, exits, reps, &layer, reference);
         let Some(next) = step.next else {
-            rejects_longer = depth > 0 && exact_layers && !open && refuses_every_char(dfa, &layer);
+            let refuses = depth > 0 && exact_layers && refuses_every_char(dfa, &layer);
+            rejects_longer = refuses && !open;
+            leaves_longer =
+                refuses && layer.iter().all(|&s| dfa.is_accepting(s) && is_open(exits, s));
+            last = match layer.as_slice() {
+                &[one] if refuses => Some(one),
+                _ => None,
+            };
             break depth;
         };
         open |= step.open;
@@ -602,5 +711,5 @@ fn search_depth(
             m.store(bound, Ordering::Relaxed);
         }
     }
-    (SafeDepth { depth: found, rejects_longer }, open)
+    (SafeDepth { depth: found, rejects_longer, leaves_longer, last }, open)
 }
