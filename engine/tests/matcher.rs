@@ -1090,6 +1090,31 @@ fn chunk_ends_read_the_slices_through_the_return() {
     });
 }
 
+/// A slicing keeps a bounded number of unions without excluded characters, one per
+/// alphabet and length, for the life of its vocabulary; past it, a position makes its
+/// own union and keeps it in its entry, still taking the slices instead of walking every
+/// token (a long-lived process meets the bound: a bounded string asks for one union per
+/// length). Each grammar's masks are the tokens accepted one by one.
+#[test]
+fn positions_past_the_kept_unions_still_take_the_slices() {
+    let v = Arc::new(string_vocab());
+    let alphabet = ('0'..='9').chain('A'..='Z').chain('a'..='z').chain("!#%&',:;<=>@_~".chars());
+    let refused: Vec<char> = alphabet.collect();
+    assert!(refused.len() > 64, "more alphabets than a slicing keeps unions");
+    for (i, c) in refused.into_iter().enumerate() {
+        let schema = format!(r#"{{"type": "string", "pattern": "^[^{c}]*$"}}"#);
+        let compiled = Compiler::from_arc(v.clone()).compile_grammar(&schema_grammar(&schema));
+        let mut m = Matcher::new(compiled.unwrap());
+        m.accept_string("\"").unwrap();
+        let check = || assert_eq!(mask_of(&m), accepted_one_by_one(&m), "^[^{c}]*$");
+        if i >= 64 {
+            fired(&[Path::Slices], check);
+        } else {
+            check();
+        }
+    }
+}
+
 /// Object keys that are known names or any other string: inside a key, a token's safe
 /// run may follow a known name for a while or leave for the other keys at once; tokens
 /// whose run reaches the other keys' string are classified by their tails.

@@ -457,6 +457,9 @@ struct SlicePlan {
     /// Their tokens, as a bitmask (without those holding a character the position
     /// refuses).
     union: Arc<Vec<u32>>,
+    /// Whether the slicing keeps `union`, shared; otherwise it is the position's own
+    /// ([`Slicing::union_without`]).
+    kept: bool,
     /// How the other tokens are walked.
     rest: RestWalk,
 }
@@ -511,16 +514,16 @@ impl SlicePlan {
             // and walks the tokens holding a diverting one. (Where every safe character
             // is read, the slices fall short because of a bounded length: a chain of
             // states, no such closure.)
-            let split = diverted(dfa, view.exits, state, &excluded).and_then(|d| {
-                let union = slicing.union_without(EXACT + 1, &d.excluded)?;
-                Some((union, slicing.holding(sorted, d.diverting)?))
-            });
-            if let Some((union, holding)) = split {
-                let rest = RestWalk::Diverted { holding };
-                return Some(SlicePlan { slicing, covered: EXACT + 1, union, rest });
+            if let Some(d) = diverted(dfa, view.exits, state, &excluded) {
+                let (union, kept) = slicing.union_without(EXACT + 1, &d.excluded);
+                let rest = RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting) };
+                return Some(SlicePlan { slicing, covered: EXACT + 1, union, kept, rest });
             }
         }
-        let union = if covered == 0 { None } else { slicing.union_without(covered, &excluded) }?;
+        if covered == 0 {
+            return None;
+        }
+        let (union, kept) = slicing.union_without(covered, &excluded);
         // Where each run of safe characters leads, by its length.
         let layers =
             excluded.is_empty().then(|| run_layers(dfa, view.exits, state, RUN_LAYERS)).flatten();
@@ -529,7 +532,7 @@ impl SlicePlan {
             Some(l) if covered == EXACT + 1 && l[0] == l[1] => RestWalk::Plain { target: l[0] },
             layers => RestWalk::Bounded { depth, layers },
         };
-        Some(SlicePlan { slicing, covered, union, rest })
+        Some(SlicePlan { slicing, covered, union, kept, rest })
     }
 }
 
@@ -558,9 +561,10 @@ impl SlicePlan {
         if covered == 0 {
             return None;
         }
-        let union = slicing.union(covered).clone();
+        let (union, kept) = (slicing.union(covered).clone(), true);
         let depth = SafeDepth { depth, rejects_longer: false, leaves_longer: false, last: None };
-        Some(SlicePlan { slicing, covered, union, rest: RestWalk::Bounded { depth, layers: None } })
+        let rest = RestWalk::Bounded { depth, layers: None };
+        Some(SlicePlan { slicing, covered, union, kept, rest })
     }
 }
 
@@ -670,7 +674,14 @@ pub(crate) fn classify(
     // Ascending runs, one per part walked or taken whole: merged by the stable sort.
     found.dependent.sort();
     let accepted = TokenList::from_ids(found.accepted, vocab.vocab_size());
-    PositionMask { accepted, sliced: Some(plan.union), dependent: found.dependent }
+    if plan.kept {
+        return PositionMask { accepted, sliced: Some(plan.union), dependent: found.dependent };
+    }
+    // A union the slicing does not keep is the entry's own: one bitmask with its other
+    // accepted tokens, counted in its memory.
+    let mut bits = Arc::unwrap_or_clone(plan.union);
+    accepted.apply(&mut bits);
+    PositionMask { accepted: TokenList::Bits(bits), sliced: None, dependent: found.dependent }
 }
 
 /// Classifies the tokens at the sorted-vocabulary positions `positions` (ascending)

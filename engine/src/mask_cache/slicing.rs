@@ -461,7 +461,9 @@ pub(crate) struct Slicing {
 type ExcludedUnions = HashMap<(usize, Excluded), Arc<Vec<u32>>>;
 
 /// Unions without excluded characters a slicing keeps (each a bitmask over the
-/// vocabulary); past this, positions that would need another one walk every token.
+/// vocabulary), and lists of tokens holding diverting characters; past this, a position
+/// that needs another has it made for itself (a bounded string's positions each ask for
+/// their own length, so a long-lived process meets this bound).
 const MAX_EXCLUDED_UNIONS: usize = 64;
 
 impl Slicing {
@@ -545,16 +547,13 @@ impl Slicing {
     }
 
     /// The sorted-vocabulary positions (ascending) of the tokens of the slices that hold
-    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`); `None` when
-    /// the slicing already keeps [`MAX_EXCLUDED_UNIONS`] other such lists.
-    pub(crate) fn holding(&self, sorted: &SortedVocab, chars: u128) -> Option<Arc<Vec<SortedPos>>> {
+    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`), kept while
+    /// the slicing keeps fewer than [`MAX_EXCLUDED_UNIONS`] such lists.
+    pub(crate) fn holding(&self, sorted: &SortedVocab, chars: u128) -> Arc<Vec<SortedPos>> {
         // The map only ever gains complete entries: a poisoned lock is used as is.
         let mut lists = self.holding.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(list) = lists.get(&chars) {
-            return Some(list.clone());
-        }
-        if lists.len() >= MAX_EXCLUDED_UNIONS {
-            return None;
+            return list.clone();
         }
         let words = self.contains_non_ascii.len();
         let mut bits = vec![0u32; words];
@@ -567,8 +566,10 @@ impl Slicing {
             .filter(|&p| get_bit(&bits, sorted.token_id(p.index())))
             .collect();
         let list = Arc::new(list);
-        lists.insert(chars, list.clone());
-        Some(list)
+        if lists.len() < MAX_EXCLUDED_UNIONS {
+            lists.insert(chars, list.clone());
+        }
+        list
     }
 
     /// The safe depth past which [`safe_depth`] need not look.
@@ -592,20 +593,18 @@ impl Slicing {
     }
 
     /// The bitmask of the tokens of the first `m` slices (`m >= 1`) that hold no
-    /// character of `excluded`; `None` when `excluded` is not empty and the slicing
-    /// already keeps [`MAX_EXCLUDED_UNIONS`] other such unions.
-    pub(crate) fn union_without(&self, m: usize, excluded: &Excluded) -> Option<Arc<Vec<u32>>> {
+    /// character of `excluded`, and whether the slicing keeps it (shared by every
+    /// position that asks): it keeps fewer than [`MAX_EXCLUDED_UNIONS`] such unions, and
+    /// makes the others for the position alone.
+    pub(crate) fn union_without(&self, m: usize, excluded: &Excluded) -> (Arc<Vec<u32>>, bool) {
         if excluded.is_empty() {
-            return Some(self.union(m).clone());
+            return (self.union(m).clone(), true);
         }
         // The map only ever gains complete entries: a poisoned lock is used as is.
         let mut unions = self.excluded_unions.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (m, excluded.clone());
         if let Some(u) = unions.get(&key) {
-            return Some(u.clone());
-        }
-        if unions.len() >= MAX_EXCLUDED_UNIONS {
-            return None;
+            return (u.clone(), true);
         }
         let mut bits = self.union(m).as_ref().clone();
         let excluded_masks = safe_ascii()
@@ -650,8 +649,11 @@ impl Slicing {
             }
         }
         let bits = Arc::new(bits);
-        unions.insert(key, bits.clone());
-        Some(bits)
+        let kept = unions.len() < MAX_EXCLUDED_UNIONS;
+        if kept {
+            unions.insert(key, bits.clone());
+        }
+        (bits, kept)
     }
 
     /// The parts still to walk when the first `m` slices are accepted whole: the other
