@@ -498,12 +498,7 @@ impl SlicePlan {
             let cap = slicing.depth_cap();
             let more = depth_with_calls(&view.rule_view(safe_memo), state, cap, &view.rules());
             if more > depth.depth {
-                depth = SafeDepth {
-                    depth: more,
-                    rejects_longer: false,
-                    leaves_longer: false,
-                    last: None,
-                };
+                depth = SafeDepth::only(more);
             }
         }
         // 0 when a state past the first character could leave with excluded ones.
@@ -534,9 +529,7 @@ impl SlicePlan {
         };
         Some(SlicePlan { slicing, covered, union, kept, rest })
     }
-}
 
-impl SlicePlan {
     /// The plan for `state` of `view`'s rule when it reads safe characters only through
     /// calls (the next chunk of a long string): the slices its calls read whole are
     /// accepted by their bitmask ([`depth_with_calls`]), the other parts walked.
@@ -562,8 +555,7 @@ impl SlicePlan {
             return None;
         }
         let (union, kept) = (slicing.union(covered).clone(), true);
-        let depth = SafeDepth { depth, rejects_longer: false, leaves_longer: false, last: None };
-        let rest = RestWalk::Bounded { depth, layers: None };
+        let rest = RestWalk::Bounded { depth: SafeDepth::only(depth), layers: None };
         Some(SlicePlan { slicing, covered, union, kept, rest })
     }
 }

@@ -482,6 +482,13 @@ pub(crate) struct SafeDepth {
     pub(crate) last: Option<StateId>,
 }
 
+impl SafeDepth {
+    /// `depth` alone, with nothing claimed about longer runs.
+    pub(crate) fn only(depth: usize) -> SafeDepth {
+        SafeDepth { depth, rejects_longer: false, leaves_longer: false, last: None }
+    }
+}
+
 /// A memo entry of [`safe_depth`] not filled yet.
 pub(crate) const UNKNOWN_DEPTH: u32 = u32::MAX;
 
@@ -532,7 +539,7 @@ pub(crate) fn safe_depth(
     // character.
     let (found, open) = search_depth(dfa, exits, state, cap, &[], Some(state));
     if open || is_open(exits, state) {
-        return SafeDepth { depth: 0, rejects_longer: false, leaves_longer: false, last: None };
+        return SafeDepth::only(0);
     }
     found
 }
@@ -564,7 +571,7 @@ impl RuleView<'_> {
             None => search(),
         };
         if found.depth >= cap {
-            SafeDepth { depth: cap, rejects_longer: false, leaves_longer: false, last: None }
+            SafeDepth::only(cap)
         } else {
             found
         }
