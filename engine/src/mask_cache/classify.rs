@@ -20,8 +20,8 @@
 use super::counters::{self, Path};
 use super::entry::{ParentMask, PositionMask, TokenList};
 use super::runs::{
-    depth_with_calls, diverted, run_layers, safe_depth, safe_loop_state, Excluded, RuleView,
-    SafeDepth,
+    depth_with_calls, diverted, reads_on, run_layers, safe_depth, safe_loop_state, Excluded,
+    RuleView, SafeDepth,
 };
 use super::slicing::{Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
 use super::MaskCache;
@@ -69,11 +69,7 @@ impl<'a> View<'a> {
 
     /// The automata of the rules a walk may enter, for [`depth_with_calls`].
     fn rules(&self) -> impl Fn(RuleId) -> Option<RuleView<'a>> + '_ {
-        |r| {
-            let (dfa, slots) = self.cache.callee(self.grammar, r)?;
-            let start = Some(&slots.start_depth);
-            Some(RuleView { dfa, exits: &slots.exits, memo: &slots.safe_memo, start })
-        }
+        |r| self.cache.rule_view(self.grammar, r)
     }
 
     /// Whether caller state `to` could take `b` in any way: read it, or leave through a
@@ -496,7 +492,7 @@ impl SlicePlan {
         if depth.last.is_some() && excluded.is_empty() {
             // The run ends in a call (the next chunk of a long string): the calls count.
             let cap = slicing.depth_cap();
-            let more = depth_with_calls(&view.rule_view(safe_memo), state, cap, &view.rules());
+            let more = reads_on(&view.rule_view(safe_memo), state, depth, cap, &view.rules());
             if more > depth.depth {
                 depth = SafeDepth::only(more);
             }

@@ -218,6 +218,19 @@ impl MaskCache {
         Some((dfa, self.slots(grammar, rule)))
     }
 
+    /// The automaton of `rule` (built now if it is not) with its safe-depth analyses, for
+    /// the depths read through calls and returns ([`runs::depth_with_calls`]); `None`
+    /// when it cannot be built.
+    pub(crate) fn rule_view<'a>(
+        &'a self,
+        grammar: &'a CompiledGrammar,
+        rule: RuleId,
+    ) -> Option<runs::RuleView<'a>> {
+        let (dfa, slots) = self.callee(grammar, rule)?;
+        let start = Some(&slots.start_depth);
+        Some(runs::RuleView { dfa, exits: &slots.exits, memo: &slots.safe_memo, start })
+    }
+
     /// Heap bytes held by the stored entries (at most the limit `mask_cache_bytes`).
     pub(crate) fn entry_memory(&self) -> usize {
         self.bytes.load(Ordering::Acquire)
@@ -498,15 +511,7 @@ impl MaskCache {
         top: Position,
         dependent: &'d [SortedPos],
     ) -> (Vec<u32>, std::borrow::Cow<'d, [SortedPos]>) {
-        let rule_view = |rule: RuleId| {
-            let (dfa, slots) = self.callee(grammar, rule)?;
-            Some(runs::RuleView {
-                dfa,
-                exits: &slots.exits,
-                memo: &slots.safe_memo,
-                start: Some(&slots.start_depth),
-            })
-        };
+        let rule_view = |rule: RuleId| self.rule_view(grammar, rule);
         let (Some(callee), Some(caller)) = (rule_view(top.rule), rule_view(parent.rule)) else {
             return (Vec::new(), dependent.into());
         };

@@ -611,8 +611,19 @@ pub(crate) fn depth_with_calls<'a>(
     cap: usize,
     rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
 ) -> usize {
-    let none = Excluded::default();
-    let own = safe_depth(rule.dfa, rule.exits, state, cap, rule.memo, &none);
+    let own = safe_depth(rule.dfa, rule.exits, state, cap, rule.memo, &Excluded::default());
+    reads_on(rule, state, own, cap, rules)
+}
+
+/// [`depth_with_calls`] from `state`'s own [`safe_depth`] (without excluded
+/// characters), `own`, found already.
+pub(crate) fn reads_on<'a>(
+    rule: &RuleView<'a>,
+    state: StateId,
+    own: SafeDepth,
+    cap: usize,
+    rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
+) -> usize {
     let mut best = own.depth;
     if let Some(last) = own.last.filter(|_| own.depth > 0 && own.depth < cap) {
         best = best.max(own.depth + depth_with_calls(rule, last, cap - own.depth, rules));
