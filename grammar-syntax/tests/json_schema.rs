@@ -289,6 +289,57 @@ fn free_keys_are_exactly_the_unlisted_ones() {
     }
 }
 
+/// The additional members after the listed ones are written once, whichever listed
+/// member comes first (the key complement is hundreds of nodes, and every copy is
+/// inlined and determinized again), and the object reads the same: listed members in
+/// order, any of them left out unless required, additional ones after them.
+#[test]
+fn additional_members_are_written_once() {
+    let names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
+    for required in [None, Some("delta")] {
+        let mut properties = serde_json::Map::new();
+        for n in names {
+            properties.insert(n.to_string(), json!({"type": "integer"}));
+        }
+        let mut schema = json!({"properties": properties});
+        if let Some(r) = required {
+            schema["required"] = json!([r]);
+        }
+        let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+        let additional: Vec<bool> =
+            c.grammar.rules.iter().map(|r| r.name.starts_with("additional")).collect();
+        assert!(additional.iter().any(|&a| a), "{:?}", c.grammar.rules);
+        let mut references = 0;
+        for rule in &c.grammar.rules {
+            rule.body.for_each_rule_ref(&mut |r| references += usize::from(additional[r.index()]));
+        }
+        assert!(references <= 2, "{references} references to the additional member");
+        let m = ReferenceMatcher::new(&c.grammar);
+        // The first four listed members in every subset and order of two, then extra keys.
+        for (i, a) in names[..4].iter().enumerate() {
+            for (j, b) in names[..4].iter().enumerate() {
+                for extra in 0..3 {
+                    let mut members = vec![format!("\"{a}\": 1")];
+                    if i != j {
+                        members.push(format!("\"{b}\": 2"));
+                    }
+                    let free = (0..extra).map(|k| format!("\"x{k}\": {k}"));
+                    let has_required = required.is_none_or(|r| r == *a || r == *b);
+                    let text = format!(
+                        "{{{}}}",
+                        members.into_iter().chain(free).collect::<Vec<_>>().join(", ")
+                    );
+                    assert_eq!(m.matches(&text), i <= j && has_required, "{schema}: {text}");
+                }
+            }
+        }
+        let only_free = r#"{"x": 1, "y": 2}"#;
+        assert_eq!(m.matches(only_free), required.is_none(), "{only_free}");
+        assert_eq!(m.matches("{}"), required.is_none());
+        assert!(!m.matches(r#"{"x": 1, "alpha": 1}"#), "a listed key after a free one");
+    }
+}
+
 /// In schema order, properties come in order of appearance: a `properties` written before
 /// an `allOf`, a `$ref` or an `anyOf` lists its properties first, and parts merged from
 /// them stand where their keyword stands.

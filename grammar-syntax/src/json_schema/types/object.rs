@@ -776,19 +776,18 @@ impl<'a> Converter<'a> {
         let additional = additional.as_ref();
         let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
         let use_rules = (first_required + 1) * total > 1024;
-        // tails[i]: what follows once something was written, from member i on.
+        // tails[i]: the listed members that may follow once something was written, from
+        // member i on. The additional members after them are written once, after the
+        // choice of the first member, not at the end of every tail: a key complement is
+        // hundreds of nodes, and each copy is inlined and determinized again.
         let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
-        tails[n] = match additional {
-            Some(a) => Expr::star(comma(a)),
-            None => Expr::Empty,
-        };
         for i in (0..n).rev() {
             let item = if members[i].0 {
                 comma(&members[i].1)
             } else {
                 Expr::optional(comma(&members[i].1))
             };
-            let body = Expr::seq(vec![item, tails[i + 1].clone()]);
+            let body = then(item, &tails[i + 1]);
             tails[i] = if use_rules && i > 0 {
                 let id = self.b.add_fresh("members", body);
                 Expr::Rule(id)
@@ -796,22 +795,30 @@ impl<'a> Converter<'a> {
                 body
             };
         }
-        // start(i): nothing written yet, members i.. remain.
-        let mut start = match additional {
-            Some(a) => Expr::optional(Expr::seq(vec![a.clone(), Expr::star(comma(a))])),
-            None => Expr::Empty,
-        };
-        for i in (0..n).rev() {
-            let this = Expr::seq(vec![members[i].1.clone(), tails[i + 1].clone()]);
-            start = if members[i].0 {
-                this
-            } else if i > first_required {
-                continue;
-            } else {
-                Expr::choice(vec![this, start])
-            };
+        // The first member written: a listed one (up to the first required one, which
+        // must be written unless an earlier one was), with the listed ones after it, or,
+        // when every listed member is optional, an additional one.
+        let mut firsts = Vec::new();
+        for (i, (required, member)) in members.iter().enumerate().take(first_required + 1) {
+            firsts.push(then(member.clone(), &tails[i + 1]));
+            debug_assert_eq!(*required, i == first_required);
         }
-        start
+        let all_optional = first_required == n;
+        if let Some(a) = additional.filter(|_| all_optional) {
+            firsts.push(a.clone());
+        }
+        if firsts.is_empty() {
+            return Expr::Empty;
+        }
+        let mut written = Expr::choice(firsts);
+        if let Some(a) = additional {
+            written = Expr::seq(vec![written, Expr::star(comma(a))]);
+        }
+        if all_optional {
+            Expr::optional(written)
+        } else {
+            written
+        }
     }
 
     /// Known members in order, then additional ones, between `min` and `max` members in
@@ -1219,5 +1226,13 @@ impl<'a> Converter<'a> {
         ];
         let accepts = |m: &[bool]| m[0] == matched && !m[1];
         Ok(self.combination(&exprs, accepts, "pattern"))
+    }
+}
+
+/// `first` followed by `rest` (`first` alone when nothing follows).
+fn then(first: Expr, rest: &Expr) -> Expr {
+    match rest {
+        Expr::Empty => first,
+        _ => Expr::seq(vec![first, rest.clone()]),
     }
 }
