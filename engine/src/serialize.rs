@@ -230,7 +230,7 @@ fn read_token_set(r: &mut Reader<'_>) -> Result<TokenSet, LoadError> {
     let negated = r.u8()? != 0;
     let n = r.len(4)?;
     let ids = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
-    Ok(TokenSet { negated, ids })
+    Ok(TokenSet { negated, ids: ids.into() })
 }
 
 fn write_expr(w: &mut Writer, e: &Expr) {

@@ -811,9 +811,9 @@ fn special_tokens_only_where_named_and_padding_never() {
     b.define(
         root,
         Expr::seq(vec![
-            Expr::Tokens(TokenSet { negated: false, ids: vec![2, 6] }),
+            Expr::Tokens(TokenSet { negated: false, ids: vec![2, 6].into() }),
             Expr::literal("a"),
-            Expr::Tokens(TokenSet { negated: true, ids: vec![0] }),
+            Expr::Tokens(TokenSet { negated: true, ids: vec![0].into() }),
         ]),
     );
     let mut m = Matcher::new(compile(&b.finish(root).unwrap(), &v));

@@ -150,7 +150,7 @@ fn random_expr<R: Choices>(
             96..=97 => return Expr::Empty,
             98..=99 if !config.token_ids.is_empty() => {
                 let id = *rng.pick(&config.token_ids);
-                return Expr::Tokens(TokenSet { negated: false, ids: vec![id] });
+                return Expr::Tokens(TokenSet { negated: false, ids: vec![id].into() });
             }
             _ => {}
         }

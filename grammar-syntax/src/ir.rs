@@ -78,7 +78,7 @@ pub struct CharClass {
     /// Whether the class matches the complement of `ranges`.
     pub negated: bool,
     /// Sorted, merged, inclusive ranges.
-    pub ranges: Vec<(char, char)>,
+    pub ranges: Box<[(char, char)]>,
 }
 
 impl CharClass {
@@ -100,12 +100,12 @@ impl CharClass {
             }
             merged.push((lo, hi));
         }
-        CharClass { negated, ranges: merged }
+        CharClass { negated, ranges: merged.into_boxed_slice() }
     }
 
     /// Any one character: `.` in GBNF.
     pub fn any() -> Self {
-        CharClass { negated: true, ranges: Vec::new() }
+        CharClass { negated: true, ranges: Box::default() }
     }
 
     /// Whether `c` is in the set.
@@ -148,7 +148,7 @@ impl CharClass {
     /// The set as positive, sorted, merged ranges (the complement taken when negated).
     pub fn positive_ranges(&self) -> Vec<(char, char)> {
         if !self.negated {
-            return self.ranges.clone();
+            return self.ranges.to_vec();
         }
         let mut out = Vec::new();
         let mut next: u32 = 0;
@@ -180,10 +180,14 @@ pub struct TokenSet {
     /// Whether the set matches every token except `ids`.
     pub negated: bool,
     /// Sorted, deduplicated token ids.
-    pub ids: Vec<u32>,
+    pub ids: Box<[u32]>,
 }
 
 /// A rule body.
+///
+/// Grammars hold tens of thousands of nodes, and a compiled grammar keeps its IR (each
+/// rule's automaton is built from it on first use), so a node is kept at 32 bytes: the
+/// lists inside classes and token sets are boxed slices, not vectors.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Expr {
     /// The empty string.
@@ -216,6 +220,8 @@ pub enum Expr {
     /// ([`crate::text`]).
     Text(Box<FreeText>),
 }
+
+const _: () = assert!(std::mem::size_of::<Expr>() == 32);
 
 impl Expr {
     /// A literal string.

@@ -61,7 +61,7 @@ pub fn lazy_grammar(mut grammar: Grammar, triggers: &LazyTriggers) -> Result<Gra
     }
     for (id, text) in &triggers.tokens {
         let rest = after(&grammar, text)?;
-        let token = Expr::Tokens(TokenSet { negated: false, ids: vec![*id] });
+        let token = Expr::Tokens(TokenSet { negated: false, ids: vec![*id].into() });
         let before = Expr::Text(Box::new(FreeText::avoiding(words.clone())));
         alternatives.push(Expr::seq(vec![before, token, rest]));
     }

@@ -693,7 +693,7 @@ impl<'s> Lowerer<'s> {
             return Expr::Empty;
         };
         match token_id(text) {
-            Some(id) => Expr::Tokens(TokenSet { negated, ids: vec![id] }),
+            Some(id) => Expr::Tokens(TokenSet { negated, ids: vec![id].into() }),
             None => {
                 self.error(span, format!("the vocabulary has no token `{text}`"));
                 Expr::Empty
@@ -719,7 +719,7 @@ impl<'s> Lowerer<'s> {
         }
         ids.sort_unstable();
         ids.dedup();
-        Expr::Tokens(TokenSet { negated, ids })
+        Expr::Tokens(TokenSet { negated, ids: ids.into() })
     }
 
     /// Records a pest failure of the rule starting at `rule_start`; `next_rule` is where

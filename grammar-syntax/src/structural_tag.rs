@@ -414,7 +414,7 @@ impl Converter<'_> {
             "token" => {
                 allow_fields(obj, ptr, &["type", "token"])?;
                 let id = self.token(field(obj, ptr, "token")?, &sub("token"))?;
-                Part::plain(Expr::Tokens(TokenSet { negated: false, ids: vec![id] }))
+                Part::plain(Expr::Tokens(TokenSet { negated: false, ids: vec![id].into() }))
             }
             "exclude_token" | "any_tokens" => {
                 let allowed: &[&str] = if kind == "any_tokens" {
@@ -543,7 +543,7 @@ impl Converter<'_> {
         }
         allow_fields(obj, ptr, &["type", "token"])?;
         let id = self.token(field(obj, ptr, "token")?, &format!("{ptr}/token"))?;
-        Ok(Expr::Tokens(TokenSet { negated: false, ids: vec![id] }))
+        Ok(Expr::Tokens(TokenSet { negated: false, ids: vec![id].into() }))
     }
 
     /// A token id, given as a number or by the token's text.
@@ -580,7 +580,7 @@ impl Converter<'_> {
         };
         ids.sort_unstable();
         ids.dedup();
-        Ok(TokenSet { negated, ids })
+        Ok(TokenSet { negated, ids: ids.into() })
     }
 
     /// The `tags` of a format (none is an error; `type` may be left out): each tag's
@@ -742,7 +742,7 @@ impl Converter<'_> {
         let mut ids: Vec<u32> = triggers.ids.iter().chain(&excluded.ids).copied().collect();
         ids.sort_unstable();
         ids.dedup();
-        let free = Expr::star(Expr::Tokens(TokenSet { negated: true, ids }));
+        let free = Expr::star(Expr::Tokens(TokenSet { negated: true, ids: ids.into() }));
         let tag = Expr::choice(whole);
         let at_least_one = boolean(obj, ptr, "at_least_one")?;
         let stop_after_first = boolean(obj, ptr, "stop_after_first")?;

@@ -97,8 +97,8 @@ fn syntax_forms_lower_as_written() {
         Expr::Seq(vec![
             lit("\u{85}é😀\t\n\r\\\"[]-"),
             Expr::class(false, [('-', '-'), (']', ']'), ('a', 'a')]),
-            Expr::Tokens(TokenSet { negated: false, ids: vec![5] }),
-            Expr::Tokens(TokenSet { negated: true, ids: vec![1, 3] }),
+            Expr::Tokens(TokenSet { negated: false, ids: vec![5].into() }),
+            Expr::Tokens(TokenSet { negated: true, ids: vec![1, 3].into() }),
         ]),
         Expr::Seq(vec![
             Expr::repeat(x.clone(), 2, Some(2)),
