@@ -559,13 +559,15 @@ pub(crate) struct RuleView<'a> {
 const START_CAP: usize = 1 << 12;
 
 impl RuleView<'_> {
+    /// The [`safe_depth`] of `state` (no character excluded), capped at `cap`.
+    fn own_depth(&self, state: StateId, cap: usize) -> SafeDepth {
+        safe_depth(self.dfa, self.exits, state, cap, self.memo, &Excluded::default())
+    }
+
     /// The [`safe_depth`] of the start state (a callee's, met at every call), capped at
     /// `cap`.
     fn start_depth(&self, cap: usize) -> SafeDepth {
-        let search = || {
-            let start = self.dfa.start();
-            safe_depth(self.dfa, self.exits, start, START_CAP, self.memo, &Excluded::default())
-        };
+        let search = || self.own_depth(self.dfa.start(), START_CAP);
         let found = match self.start {
             Some(kept) => *kept.get_or_init(search),
             None => search(),
@@ -591,7 +593,7 @@ pub(crate) fn depth_through_return<'a>(
     cap: usize,
     rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
 ) -> usize {
-    let own = safe_depth(callee.dfa, callee.exits, state, cap, callee.memo, &Excluded::default());
+    let own = callee.own_depth(state, cap);
     if !own.leaves_longer || own.depth >= cap {
         return own.depth;
     }
@@ -611,8 +613,7 @@ pub(crate) fn depth_with_calls<'a>(
     cap: usize,
     rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
 ) -> usize {
-    let own = safe_depth(rule.dfa, rule.exits, state, cap, rule.memo, &Excluded::default());
-    reads_on(rule, state, own, cap, rules)
+    reads_on(rule, state, rule.own_depth(state, cap), cap, rules)
 }
 
 /// [`depth_with_calls`] from `state`'s own [`safe_depth`] (without excluded
