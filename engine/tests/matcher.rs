@@ -603,7 +603,10 @@ fn rests_of_tokens_leaving_a_string_are_shared_by_its_characters() {
     .collect();
     let v = with_stop_token(tokens);
     // root ::= "[" x "," y "]"    x ::= s "," (p | q)    y ::= s "," (r | t)
-    // p ::= "1,a"    q ::= "1,b"    r ::= "1!a"    t ::= "1!b"    s ::= "\"" "a"{0,200} "\""
+    // p ::= c "a"    q ::= c "b"    c ::= "1,"    r ::= e "a"    t ::= e "b"    e ::= "1!"
+    // s ::= "\"" "a"{0,200} "\""
+    // (`p` and `q` start with `1` only through a call of their own, so that a walk entering
+    // them cannot read on: the rests stay context-dependent.)
     let mut b = GrammarBuilder::new();
     let root = b.declare("root");
     let [x, y, s] = ["x", "y", "s"].map(|name| b.declare(name));
@@ -612,10 +615,12 @@ fn rests_of_tokens_leaving_a_string_are_shared_by_its_characters() {
         s,
         Expr::seq(vec![Expr::literal("\""), Expr::repeat(a, 0, Some(200)), Expr::literal("\"")]),
     );
-    for (caller, [one, two]) in [(x, ["1,a", "1,b"]), (y, ["1!a", "1!b"])] {
+    for (caller, start, [one, two]) in [(x, "1,", ["1,a", "1,b"]), (y, "1!", ["1!a", "1!b"])] {
+        let start_rule = b.declare(start);
+        b.define(start_rule, Expr::literal(start));
         let calls = [one, two].map(|text| {
             let rule = b.declare(text);
-            b.define(rule, Expr::literal(text));
+            b.define(rule, Expr::seq(vec![Expr::Rule(start_rule), Expr::literal(&text[2..])]));
             Expr::Rule(rule)
         });
         let body = vec![Expr::Rule(s), Expr::literal(","), Expr::choice(calls.into())];
@@ -1356,6 +1361,47 @@ fn tokens_entering_callees_give_the_same_masks() {
     fired(&[Path::CalleeEntry], || {
         masked_walks_agree(&grammars, 0xD1B5_4A32_D192_ED03, 150, 25, || {})
     });
+}
+
+/// A state that calls several rules whose starts read the same byte (the key regions of
+/// `patternProperties`, the branches of a `oneOf` of objects): the classification reads a
+/// token on in each of them, accepted when one reads it to its end, rejected when none
+/// does and no other path could take a byte, else context-dependent. Every token of up
+/// to three bytes over the grammar's alphabet and a few longer ones, with each rule kept
+/// a call and with the default inlining: masks are those of the cache-free walk.
+#[test]
+fn tokens_entering_several_callees_give_the_same_masks() {
+    let mut tokens = every_string(b"abcx{}\":,", 3);
+    // Longer tokens that cross into a call of a callee (context-dependent) and back.
+    for t in [":{c{", ":{c{a", ":{ac{a}", ":{bc{b", ":{c,", r#""cxa""#, r#""xb":b"#, r#""ab":c,"#] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let v = with_stop_token(tokens);
+    let text = r#"
+        root ::= "{" (member ("," member)*)? "}" | ":" (o1 | o2 | o3) ","
+        member ::= "\"" (plain "\"" ":" "x" | witha "\"" ":" "a" | withb "\"" ":" "b" | both "\"" ":" "c")
+        plain ::= [cx]*
+        witha ::= [cx]* "a" [acx]*
+        withb ::= [cx]* "b" [bcx]*
+        both ::= [cx]* ("a" [acx]* "b" | "b" [bcx]* "a") [abcx]*
+        o1 ::= "{a" "x"* "}"
+        o2 ::= "{b" "x"* "}"
+        o3 ::= "{" [ab]? "c" o1?
+    "#;
+    let grammar = grammask_syntax::parse_gbnf(text).unwrap().grammar;
+    let mut called = grammask_engine::CompilerConfig::default();
+    called.passes.inline_max_rule_size = 0;
+    let plain_config = grammask_engine::CompilerConfig {
+        mask_cache: false,
+        passes: called.passes.clone(),
+        ..Default::default()
+    };
+    let grammars = [
+        Compiler::new(&v).with_config(called).compile_grammar(&grammar).unwrap(),
+        Compiler::new(&v).with_config(plain_config).compile_grammar(&grammar).unwrap(),
+        Compiler::new(&v).compile_grammar(&grammar).unwrap(),
+    ];
+    fired(&[Path::Fork], || masked_walks_agree(&grammars, 0x2545_F491_4F6C_DD1D, 150, 25, || {}));
 }
 
 /// A spliced rule (a small sequence referred to from many places, like JSON whitespace)

@@ -13,7 +13,9 @@
 //! skips every token that shares a refused prefix: about one table lookup per trie node.
 //! Context expansion ([`crate::follow`]) narrows the context-dependent tokens: leaving
 //! the automaton only matters when the next byte can follow there. A token whose next
-//! byte only one callee can start with is read on in that callee's automaton.
+//! byte one callee can start with is read on in that callee's automaton; where several
+//! can, the walk forks: the tokens sharing that prefix are read on in each of them in
+//! turn ([`Walker::fork`]).
 //! Inside strings, the vocabulary's slices (`super::slicing`) accept most tokens by one
 //! bitmask, and only the other tokens are walked.
 
@@ -23,7 +25,7 @@ use super::runs::{
     depth_with_calls, diverted, reads_on, run_layers, safe_depth, safe_loop_state, Excluded,
     RuleView, SafeDepth,
 };
-use super::slicing::{Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
+use super::slicing::{KeyRange, Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
 use super::MaskCache;
 use crate::automaton::Dfa;
 use crate::compiler::CompiledGrammar;
@@ -78,33 +80,30 @@ impl<'a> View<'a> {
         self.dfa.next(to, b).is_some() || self.exits.contains(to, b)
     }
 
-    /// The call of caller state `s` that a refused exit byte `b` enters: the one callee
-    /// that can start with `b` (directly or through its own calls), with whether another
-    /// path could take `b` (the end of the rule, a nullable callee skipped), or `None`
-    /// when no callee or several can start with it.
-    fn entered_call(&self, s: StateId, b: u8) -> Option<(Frame, bool)> {
-        let mut entered = None;
+    /// The calls of caller state `s` that a refused exit byte `b` may enter: the callees
+    /// that can start with `b` (directly or through their own calls), with whether another
+    /// path could take `b` (the end of the rule, a nullable callee skipped).
+    fn entered_calls(&self, s: StateId, b: u8) -> (SmallVec<[Frame; 4]>, bool) {
+        let mut entered = SmallVec::new();
         let mut other = self.dfa.is_accepting(s) && self.exits.follow.contains(b);
         for &(callee, to) in self.dfa.calls(s) {
             let r = callee.index();
-            if self.cache.summaries.first[r].contains(b)
-                && entered.replace(Frame { callee, to }).is_some()
-            {
-                return None;
+            if self.cache.summaries.first[r].contains(b) {
+                entered.push(Frame { callee, to });
             }
             other |= self.cache.summaries.nullable[r] && self.caller_takes(to, b);
         }
-        entered.map(|frame| (frame, other))
+        (entered, other)
     }
 }
 
 /// The steps of a classification walk, one byte at a time.
-impl View<'_> {
+impl<'a> View<'a> {
     /// Reads byte `b` (the `d`-th of the token) from `lv`. At `d == 0` leaving the
     /// starting automaton (a call, the end of the rule, the callee's return) is the
     /// business of the closure's other stacks, which start there.
     #[inline(always)]
-    fn step(&self, frames: &mut Vec<Frame>, lv: Level, b: u8, d: usize) -> Result<Level, Refusal> {
+    fn step(&self, frames: &mut Frames<'a>, lv: Level, b: u8, d: usize) -> Result<Level, Refusal> {
         if lv.in_own_rule() {
             let s = lv.state;
             if let Some(next) = self.dfa.next(s, b) {
@@ -122,21 +121,35 @@ impl View<'_> {
 
     /// Caller state `s` refused exit byte `b`: into the one callee whose start reads it
     /// (the rest of the token is read there, and back in the caller if the callee ends
-    /// first); the token is context-dependent when no callee or several read `b`.
+    /// first); the token is context-dependent when no callee reads `b`, and the walk
+    /// forks ([`Refusal::Fork`]) when several do.
     #[cold]
     #[inline(never)]
     fn step_into_call(
         &self,
-        frames: &mut Vec<Frame>,
+        frames: &mut Frames<'a>,
         lv: Level,
         s: StateId,
         b: u8,
     ) -> Result<Level, Refusal> {
-        let view = self;
-        let Some((frame, other)) = view.entered_call(s, b) else {
-            return Err(Refusal::Dependent);
-        };
-        let Some((dfa, exits)) = view.callee(frame.callee) else {
+        let (calls, other) = self.entered_calls(s, b);
+        match calls.as_slice() {
+            [] => Err(Refusal::Dependent),
+            &[frame] => self.enter(frames, frame, lv.is_open() || other, b),
+            _ => Err(Refusal::Fork { state: s, open: lv.is_open() }),
+        }
+    }
+
+    /// Enters `frame`'s callee with byte `b`, its first: the level in the callee after it,
+    /// open when `open` says so or a call of the callee's start could take `b` too.
+    fn enter(
+        &self,
+        frames: &mut Frames<'a>,
+        frame: Frame,
+        open: bool,
+        b: u8,
+    ) -> Result<Level, Refusal> {
+        let Some((dfa, exits)) = self.callee(frame.callee) else {
             return Err(Refusal::Dependent);
         };
         let start = dfa.start();
@@ -144,15 +157,9 @@ impl View<'_> {
         let Some(cs) = dfa.next(start, b) else { return Err(Refusal::Dependent) };
         // What else could take `b` in the callee: a call of its start state.
         let inner = !dfa.calls(start).is_empty() && exits.contains(start, b);
-        let index = match frames.iter().position(|&f| f == frame) {
-            Some(i) => i,
-            None => {
-                frames.push(frame);
-                frames.len() - 1
-            }
-        };
+        let index = frames.index_of(frame, Some((dfa, exits)));
         counters::add(Path::CalleeEntry, || 1);
-        Level::in_frame(cs, index, lv.is_open() || other || inner).ok_or(Refusal::Dependent)
+        Level::in_frame(cs, index, open || inner).ok_or(Refusal::Dependent)
     }
 
     /// Reads `b` inside a callee: on in the callee, or back in the caller. A byte only a
@@ -161,15 +168,15 @@ impl View<'_> {
     #[inline(never)]
     fn step_in_callee(
         &self,
-        frames: &mut Vec<Frame>,
+        frames: &mut Frames<'a>,
         lv: Level,
         b: u8,
         d: usize,
     ) -> Result<Level, Refusal> {
         let Some(index) = lv.frame_index() else { return self.step(frames, lv, b, d) };
-        let Frame { callee, to } = frames[index];
+        let (Frame { to, .. }, automaton) = frames.list[index];
         let view = self;
-        let Some((dfa, exits)) = view.callee(callee) else { return Err(Refusal::Dependent) };
+        let Some((dfa, exits)) = automaton else { return Err(Refusal::Dependent) };
         let can_return = dfa.is_accepting(lv.state);
         // Whether a call of the callee's state could take `b` (leaf callees have none).
         let calls_take = || !dfa.calls(lv.state).is_empty() && exits.contains(lv.state, b);
@@ -193,6 +200,27 @@ impl View<'_> {
 pub(crate) struct Frame {
     callee: RuleId,
     to: StateId,
+}
+
+/// The frames a walk entered, numbered as its [`Level`]s name them, each with its
+/// callee's automaton and exit bytes (`None` when the automaton cannot be built), looked
+/// up once rather than at every byte read there.
+#[derive(Default)]
+struct Frames<'a> {
+    list: Vec<(Frame, Option<(&'a Dfa, &'a RuleExits)>)>,
+}
+
+impl<'a> Frames<'a> {
+    /// The number of `frame`, added with `automaton` if it is new.
+    fn index_of(&mut self, frame: Frame, automaton: Option<(&'a Dfa, &'a RuleExits)>) -> usize {
+        match self.list.iter().position(|&(f, _)| f == frame) {
+            Some(i) => i,
+            None => {
+                self.list.push((frame, automaton));
+                self.list.len() - 1
+            }
+        }
+    }
 }
 
 /// Where a classification walk is after some bytes of a token: in the position's rule,
@@ -276,6 +304,10 @@ enum Refusal {
     Rejected,
     /// Another path could have taken a byte on the way: the stack decides.
     Dependent,
+    /// Caller state `state` refused an exit byte that several callees start with: the
+    /// walk reads the token on in each of them ([`Walker::fork`]); `open` as the level
+    /// was.
+    Fork { state: StateId, open: bool },
 }
 
 impl Refusal {
@@ -308,6 +340,7 @@ pub(crate) enum Start {
 }
 
 /// What a walk found: the accepted keys and the context-dependent ones.
+#[derive(Default)]
 struct Found<A, D> {
     accepted: Vec<A>,
     dependent: Vec<D>,
@@ -327,17 +360,47 @@ impl<A, D> Found<A, D> {
 struct Walker<'a> {
     view: View<'a>,
     /// The callees entered so far, numbered by [`Level::frame`].
-    frames: Vec<Frame>,
+    frames: Frames<'a>,
+    /// Whether the walk is inside a fork ([`Walker::fork`]): forks do not nest.
+    forking: bool,
+    /// The buffers of the fork's walks, reused.
+    scratch: ForkScratch,
+}
+
+/// The buffers of a fork's walks ([`Walker::fork`]): what the walk in one callee found,
+/// the combined outcome per key, and the walk's levels.
+#[derive(Default)]
+struct ForkScratch {
+    found: Found<u32, u32>,
+    outcome: Vec<Outcome>,
+    levels: Vec<Level>,
+}
+
+/// Most callees a walk forks into at one byte ([`Walker::fork`]); past it the tokens are
+/// context-dependent.
+const MAX_FORK_CALLEES: usize = 16;
+
+/// A token's outcome from one position, as [`Walker::fork`] combines them.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    Rejected,
+    Dependent,
+    Accepted,
 }
 
 impl<'a> Walker<'a> {
     /// A walk from `start`, with the level it starts at.
     fn new(view: View<'a>, start: Start) -> (Walker<'a>, Level) {
-        let mut walker = Walker { view, frames: Vec::new() };
+        let mut walker = Walker {
+            view,
+            frames: Frames::default(),
+            forking: false,
+            scratch: ForkScratch::default(),
+        };
         let level = match start {
             Start::At(state) => Level::at(state),
             Start::InCallee { callee, state, to } => {
-                walker.frames.push(Frame { callee, to });
+                walker.frames.index_of(Frame { callee, to }, view.callee(callee));
                 Level::in_first_frame(state)
             }
         };
@@ -355,25 +418,39 @@ impl<'a> Walker<'a> {
         found: &mut Found<T::Accepted, T::Dependent>,
         shortcut: Option<&RunShortcut<'_>>,
     ) {
+        self.walk_from(start, 0, trie, found, shortcut, &mut Vec::new());
+    }
+
+    /// [`Walker::walk`] over keys that all start with the same `from` bytes, from
+    /// `start`, the level after them; `levels` is the walk's buffer of levels.
+    fn walk_from<T: Trie>(
+        &mut self,
+        start: Level,
+        from: usize,
+        trie: &T,
+        found: &mut Found<T::Accepted, T::Dependent>,
+        shortcut: Option<&RunShortcut<'_>>,
+        levels: &mut Vec<Level>,
+    ) {
         // The automata are read through a copy (no write of the walk can change them);
         // only the frames grow.
         let view = self.view;
-        let frames = &mut self.frames;
         let n = trie.count();
         // levels[d]: where the walk is after the first d bytes of the current token.
-        let mut levels: Vec<Level> = vec![start];
-        let mut depth = 0usize;
+        levels.clear();
+        levels.resize(from + 1, start);
+        let mut depth = from;
         let mut k = 0usize;
         while k < n {
             let bytes = trie.bytes(k);
-            let shared = trie.shared(k).min(depth);
+            let shared = trie.shared(k).min(depth).max(from);
             depth = shared;
             let mut refused_at = None;
             let mut stopped = false;
             // The current level stays in registers; `levels` is only written.
             let mut current = levels[shared];
             for (d, &b) in bytes.iter().enumerate().skip(shared) {
-                match view.step(frames, current, b, d + T::OFFSET) {
+                match view.step(&mut self.frames, current, b, d + T::OFFSET) {
                     Ok(entry) => {
                         current = entry;
                         if levels.len() <= d + 1 {
@@ -410,8 +487,12 @@ impl<'a> Walker<'a> {
             match refused_at {
                 Some((d, refusal)) => {
                     let end = trie.skip(k, d + 1);
-                    if refusal == Refusal::Dependent {
-                        trie.dependent(k, end, &mut found.dependent);
+                    match refusal {
+                        Refusal::Rejected => {}
+                        Refusal::Dependent => trie.dependent(k, end, &mut found.dependent),
+                        Refusal::Fork { state, open } => {
+                            self.fork(trie, k..end, d, state, open, found);
+                        }
                     }
                     k = end;
                 }
@@ -423,6 +504,65 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+    }
+
+    /// Keys `keys` of `trie`, which share their first `d + 1` bytes, the last of which
+    /// caller state `state` refused and several of its callees start with: read on in
+    /// each such callee in turn, and recorded in `found`. A key is accepted when some
+    /// callee reads it, rejected when every one refuses it and no other path could take
+    /// a byte (`open`, the end of the rule, a nullable callee skipped), else
+    /// context-dependent. Inside a fork, or past [`MAX_FORK_CALLEES`], the keys are
+    /// context-dependent: the cost of a fork stays one walk of its keys per callee.
+    fn fork<T: Trie>(
+        &mut self,
+        trie: &T,
+        keys: std::ops::Range<usize>,
+        d: usize,
+        state: StateId,
+        open: bool,
+        found: &mut Found<T::Accepted, T::Dependent>,
+    ) {
+        let b = trie.bytes(keys.start)[d];
+        let (calls, other) = self.view.entered_calls(state, b);
+        if calls.len() > MAX_FORK_CALLEES || self.forking {
+            trie.dependent(keys.start, keys.end, &mut found.dependent);
+            return;
+        }
+        let range = trie.range(keys.start, keys.end);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.outcome.clear();
+        scratch.outcome.resize(keys.len(), Outcome::Rejected);
+        self.forking = true;
+        for frame in calls {
+            let Ok(level) = self.view.enter(&mut self.frames, frame, open || other, b) else {
+                for o in &mut scratch.outcome {
+                    *o = (*o).max(Outcome::Dependent);
+                }
+                continue;
+            };
+            scratch.found.accepted.clear();
+            scratch.found.dependent.clear();
+            self.walk_from(level, d + 1, &range, &mut scratch.found, None, &mut scratch.levels);
+            for &a in &scratch.found.accepted {
+                scratch.outcome[a as usize] = Outcome::Accepted;
+            }
+            for &x in &scratch.found.dependent {
+                let o = &mut scratch.outcome[x as usize];
+                *o = (*o).max(Outcome::Dependent);
+            }
+        }
+        self.forking = false;
+        counters::add(Path::Fork, || {
+            scratch.outcome.iter().filter(|&&o| o != Outcome::Dependent).count()
+        });
+        for (j, &o) in keys.zip(&scratch.outcome) {
+            match o {
+                Outcome::Accepted => trie.accepted(j, &mut found.accepted),
+                Outcome::Dependent => trie.dependent(j, j + 1, &mut found.dependent),
+                Outcome::Rejected => {}
+            }
+        }
+        self.scratch = scratch;
     }
 
     /// The outcome of each tail of `tails` from `state`, read after at least one byte of
@@ -727,6 +867,10 @@ struct SortedRange<'a> {
 }
 
 impl Trie for SortedRange<'_> {
+    type Base = Self;
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self> {
+        KeyRange { trie: self, start: k, end }
+    }
     type Accepted = u32;
     type Dependent = SortedPos;
     const OFFSET: usize = 0;
@@ -767,6 +911,10 @@ struct Listed<'a> {
 }
 
 impl Trie for Listed<'_> {
+    type Base = Self;
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self> {
+        KeyRange { trie: self, start: k, end }
+    }
     type Accepted = u32;
     type Dependent = SortedPos;
     const OFFSET: usize = 0;

@@ -28,6 +28,9 @@ pub enum Path {
     ThroughReturn,
     /// Read on inside the one callee whose start reads its next byte.
     CalleeEntry,
+    /// Read on inside each of the several callees whose starts read its next byte, and
+    /// decided by what they found together.
+    Fork,
     /// Decided by a position's own cache entry.
     PositionEntry,
     /// Decided by the entry of a position inside a rule walked through, with its return
@@ -45,7 +48,7 @@ pub enum Path {
 
 impl Path {
     /// Every path, in declaration order.
-    pub const ALL: [Path; 12] = [
+    pub const ALL: [Path; 13] = [
         Path::Slices,
         Path::Tails,
         Path::LoopState,
@@ -53,6 +56,7 @@ impl Path {
         Path::LeftWhole,
         Path::ThroughReturn,
         Path::CalleeEntry,
+        Path::Fork,
         Path::PositionEntry,
         Path::ThroughEntry,
         Path::ParentEntry,

@@ -118,9 +118,63 @@ pub(crate) trait Trie {
     fn accepted(&self, k: usize, ids: &mut Vec<Self::Accepted>);
     /// Pushes the sorted-vocabulary positions of the tokens of the keys `k..end`.
     fn dependent(&self, k: usize, end: usize, positions: &mut Vec<Self::Dependent>);
+    /// The trie whose keys these are: itself, or the one a [`KeyRange`] numbers anew.
+    type Base: Trie;
+    /// Keys `k..end`, as a range of [`Trie::Base`].
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self::Base>;
+}
+
+/// Keys `start..end` of another trie, numbered from 0 and recorded by their numbers:
+/// what a classification walk's fork (`classify::Walker::fork`) walks once per callee before it combines the outcomes.
+pub(crate) struct KeyRange<'t, T> {
+    pub(crate) trie: &'t T,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+impl<T: Trie> Trie for KeyRange<'_, T> {
+    type Accepted = u32;
+    type Dependent = u32;
+    type Base = T;
+    const OFFSET: usize = T::OFFSET;
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, T> {
+        KeyRange { trie: self.trie, start: self.start + k, end: self.start + end }
+    }
+    #[inline]
+    fn count(&self) -> usize {
+        self.end - self.start
+    }
+    #[inline]
+    fn bytes(&self, k: usize) -> &[u8] {
+        self.trie.bytes(self.start + k)
+    }
+    #[inline]
+    fn shared(&self, k: usize) -> usize {
+        if k == 0 {
+            0
+        } else {
+            self.trie.shared(self.start + k)
+        }
+    }
+    #[inline]
+    fn skip(&self, k: usize, depth: usize) -> usize {
+        self.trie.skip(self.start + k, depth).min(self.end) - self.start
+    }
+    #[inline]
+    fn accepted(&self, k: usize, keys: &mut Vec<u32>) {
+        keys.push(k as u32);
+    }
+    #[inline]
+    fn dependent(&self, k: usize, end: usize, keys: &mut Vec<u32>) {
+        keys.extend(k as u32..end as u32);
+    }
 }
 
 impl Trie for SortedVocab {
+    type Base = Self;
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self> {
+        KeyRange { trie: self, start: k, end }
+    }
     type Accepted = u32;
     type Dependent = SortedPos;
     const OFFSET: usize = 0;
@@ -253,6 +307,10 @@ impl Part {
 }
 
 impl Trie for Part {
+    type Base = Self;
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self> {
+        KeyRange { trie: self, start: k, end }
+    }
     type Accepted = u32;
     type Dependent = SortedPos;
     const OFFSET: usize = 0;
@@ -326,6 +384,10 @@ impl Tails {
 }
 
 impl Trie for Tails {
+    type Base = Self;
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self> {
+        KeyRange { trie: self, start: k, end }
+    }
     type Accepted = u32;
     type Dependent = SortedPos;
     const OFFSET: usize = 1;
@@ -361,6 +423,10 @@ impl Trie for Tails {
 pub(crate) struct TailKeys<'a>(pub(crate) &'a Tails);
 
 impl Trie for TailKeys<'_> {
+    type Base = Self;
+    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self> {
+        KeyRange { trie: self, start: k, end }
+    }
     type Accepted = u32;
     type Dependent = u32;
     const OFFSET: usize = 1;
