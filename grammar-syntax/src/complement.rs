@@ -4,7 +4,9 @@
 //!
 //! The expressions (regular IR: literals, classes, sequences, choices, repetitions) become
 //! one character NFA, determinized over the disjoint character ranges their classes cut
-//! the alphabet into (a DFA state knows which expressions accept), completed, pruned to
+//! the alphabet into (a DFA state knows which expressions accept; a length bound among
+//! them, as `minLength`/`maxLength` give, is a count of characters beside the NFA states,
+//! see `Length`), completed, pruned to
 //! the states that can still accept the combination, and written as one rule per state:
 //! `state ::= "" (when accepting) | class next-state ...`.
 //! Every call is in tail position, so the matcher keeps its stack flat. Characters are
@@ -132,6 +134,45 @@ impl Nfa {
     }
 }
 
+/// A length bound among the expressions of a [`combination`] (`.{min,max}`, as
+/// `minLength`/`maxLength` are written), read as a count of the characters so far beside
+/// the NFA states: written as states, its `max` optional copies would put the rest of
+/// their chain in every subset.
+#[derive(Clone, Copy)]
+struct Length {
+    min: u32,
+    max: Option<u32>,
+}
+
+impl Length {
+    /// No length bound: every length is long enough, so the count stays 0.
+    const NONE: Length = Length { min: 0, max: None };
+
+    /// The bound `e` is, if it is one: any character, repeated.
+    fn of(e: &Expr) -> Option<Length> {
+        match e {
+            Expr::Repeat { expr, min, max } if matches!(&**expr, Expr::Class(c) if *c == CharClass::any()) => {
+                Some(Length { min: *min, max: *max })
+            }
+            _ => None,
+        }
+    }
+
+    /// The count after one more character: counts past `max` are one (too long), and
+    /// without `max`, counts past `min` are one (long enough).
+    fn after_one_more(self, count: u32) -> u32 {
+        match self.max {
+            Some(max) => count.saturating_add(1).min(max.saturating_add(1)),
+            None => count.saturating_add(1).min(self.min),
+        }
+    }
+
+    /// Whether a text of `count` characters has a length within the bound.
+    fn holds(self, count: u32) -> bool {
+        count >= self.min && self.max.is_none_or(|max| count <= max)
+    }
+}
+
 /// The texts `e` does not match, as rules added to `b` (named after `name`), in
 /// `encoding`: `None` when `e` is not regular or its automata pass the limits.
 pub fn complement(
@@ -154,14 +195,22 @@ pub fn combination(
 ) -> Option<Expr> {
     let mut nfa = Nfa::default();
     let start = nfa.state()?;
+    // The first length bound is read as a count; the other expressions as NFA states.
+    let counted = exprs.iter().position(|e| Length::of(e).is_some());
+    let length = counted.and_then(|i| Length::of(&exprs[i])).unwrap_or(Length::NONE);
     let mut ends = Vec::new();
-    for e in exprs {
+    for (i, e) in exprs.iter().enumerate() {
+        if Some(i) == counted {
+            ends.push(usize::MAX);
+            continue;
+        }
         let own = nfa.state()?;
         nfa.eps[start].push(own);
         ends.push(nfa.build(e, own)?);
     }
     // The alphabet cut at every range boundary: atom `i` is `cuts[i]..cuts[i + 1]`.
-    let mut cuts = vec![0, END];
+    // The surrogate code points, which hold no character, are an atom of their own.
+    let mut cuts = vec![0, 0xd800, 0xe000, END];
     for edges in &nfa.edges {
         for &(lo, hi, _) in edges {
             cuts.push(lo);
@@ -172,6 +221,7 @@ pub fn combination(
     cuts.dedup();
     let atoms: Vec<(u32, u32)> = cuts.windows(2).map(|w| (w[0], w[1] - 1)).collect();
     let atom_of = |c: u32| cuts.partition_point(|&x| x <= c) - 1;
+    let surrogates = atom_of(0xd800);
     // Each edge as the atoms it spans, first and last.
     let spans: Vec<Vec<(usize, usize, usize)>> = nfa
         .edges
@@ -180,11 +230,20 @@ pub fn combination(
         .collect();
     // Subset construction; the empty set is the dead state, which the complement accepts.
     let mut seen = vec![false; nfa.eps.len()];
+    // Past the empty set no expression but the length bound can match: when nothing is
+    // accepted there whatever the length, its counts are one dead state.
+    let none_but_length = |length_holds: bool| {
+        accepts(&(0..exprs.len()).map(|i| Some(i) == counted && length_holds).collect::<Vec<_>>())
+    };
+    let empty_is_dead = !none_but_length(true) && !none_but_length(false);
     let mut first = vec![start];
     nfa.closure(&mut first, &mut seen);
-    let mut index: FxHashMap<Vec<usize>, usize> = FxHashMap::default();
-    let mut sets = vec![first.clone()];
-    index.insert(first, 0);
+    // A DFA state: the characters counted (see `Length`) and a set of NFA states. (The
+    // count first: states of one set and several counts are told apart without comparing
+    // the sets.)
+    let mut index: FxHashMap<(u32, Vec<usize>), usize> = FxHashMap::default();
+    let mut sets = vec![(0, first.clone())];
+    index.insert((0, first), 0);
     let mut delta: Vec<Vec<usize>> = Vec::new();
     // Where an edge of the set starts (+1) or stops (-1) applying, by atom.
     let mut events: Vec<(usize, bool, usize)> = Vec::new();
@@ -192,7 +251,8 @@ pub fn combination(
     let mut i = 0;
     while i < sets.len() {
         events.clear();
-        for &s in &sets[i] {
+        let count = length.after_one_more(sets[i].0);
+        for &s in &sets[i].1 {
             for &(a, z, t) in &spans[s] {
                 events.push((a, true, t));
                 events.push((z + 1, false, t));
@@ -218,17 +278,27 @@ pub fn combination(
                 e += 1;
             }
             targets.retain(|&t| active[t] > 0);
-            let until = events.get(e).map_or(atoms.len(), |ev| ev.0.min(atoms.len()));
+            let mut until = events.get(e).map_or(atoms.len(), |ev| ev.0.min(atoms.len()));
+            if at == surrogates {
+                // No character: the state stays (the atom is never written, nor counted).
+                row[at] = i;
+                at += 1;
+                continue;
+            }
+            if at < surrogates {
+                until = until.min(surrogates);
+            }
             let mut next = targets.clone();
             nfa.closure(&mut next, &mut seen);
-            let id = match index.get(&next) {
+            let key = (if next.is_empty() && empty_is_dead { 0 } else { count }, next);
+            let id = match index.get(&key) {
                 Some(&id) => id,
                 None => {
                     if sets.len() >= MAX_DFA_STATES {
                         return None;
                     }
-                    sets.push(next.clone());
-                    index.insert(next, sets.len() - 1);
+                    sets.push(key.clone());
+                    index.insert(key, sets.len() - 1);
                     sets.len() - 1
                 }
             };
@@ -243,7 +313,13 @@ pub fn combination(
     }
     let accepting: Vec<bool> = sets
         .iter()
-        .map(|s| accepts(&ends.iter().map(|e| s.contains(e)).collect::<Vec<bool>>()))
+        .map(|(count, set)| {
+            let matched = |(i, e): (usize, &usize)| match Some(i) == counted {
+                true => length.holds(*count),
+                false => set.contains(e),
+            };
+            accepts(&ends.iter().enumerate().map(matched).collect::<Vec<bool>>())
+        })
         .collect();
     // The states that can still reach an accepting one, through atoms that hold a
     // character (an atom of surrogate code points alone holds none).
@@ -462,6 +538,46 @@ mod tests {
         for t in texts {
             let expected = re(t) && t.chars().count() <= 12;
             assert_eq!(ReferenceMatcher::new(&g).matches(t), expected, "{t:?}");
+        }
+    }
+
+    /// A length bound is a count beside the NFA states, not `max` states of its own: a
+    /// bound past the NFA's limit is no limit to it, a bound without a maximum counts
+    /// only up to its minimum, and no state is written that only the surrogate code
+    /// points (no character) would reach.
+    #[test]
+    fn length_bounds_are_counted() {
+        let cases: [(&str, u32, Option<u32>, bool); 4] = [
+            ("^(ab|c)$", 0, Some(MAX_NFA_STATES as u32 + 10_000), true),
+            ("^[0-9]+$", 3, Some(5), true),
+            ("[^a-c]", 2, None, false),
+            ("[^a-c]", 0, Some(3), false),
+        ];
+        let texts =
+            ["", "a", "ab", "c", "abc", "1", "12", "123", "12345", "123456", "x", "bx", "cab"];
+        for (pattern, min, max, positive) in cases {
+            let mut b = GrammarBuilder::new();
+            let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+            let e = regex_to_ir(pattern, &mut b, opts).unwrap();
+            let bounded = Expr::repeat(Expr::Class(CharClass::any()), min, max);
+            let wanted = |m: &[bool]| m[1] && m[0] == positive;
+            let c = combination(&[e, bounded], wanted, CharEncoding::Raw, &mut b, "p").unwrap();
+            let root = b.declare("root");
+            b.define(root, c);
+            let g = b.finish(root).unwrap();
+            let re = regex_lite_search(pattern);
+            for t in texts {
+                let n = t.chars().count() as u32;
+                let expected = re(t) == positive && n >= min && max.is_none_or(|m| n <= m);
+                let got = ReferenceMatcher::new(&g).matches(t);
+                assert_eq!(got, expected, "{pattern} {min}..{max:?} on {t:?}");
+            }
+            let mut referred = vec![false; g.rules.len()];
+            referred[g.root.index()] = true;
+            for rule in &g.rules {
+                rule.body.for_each_rule_ref(&mut |r: RuleId| referred[r.index()] = true);
+            }
+            assert!(referred.iter().all(|&r| r), "{pattern}: a rule no other refers to");
         }
     }
 
