@@ -6,8 +6,8 @@
 //! one character NFA, determinized over the disjoint character ranges their classes cut
 //! the alphabet into (a DFA state knows which expressions accept; a length bound among
 //! them, as `minLength`/`maxLength` give, is a count of characters beside the NFA states,
-//! see `Length`), completed, pruned to
-//! the states that can still accept the combination, and written as one rule per state:
+//! see `Length`), completed, pruned to the states that can still accept the combination,
+//! and written as one rule per state:
 //! `state ::= "" (when accepting) | class next-state ...`.
 //! Every call is in tail position, so the matcher keeps its stack flat. Characters are
 //! written in the requested [`CharEncoding`] (escapes included in a JSON string).
