@@ -61,7 +61,26 @@ fn cached_and_plain(
     [cached, Compiler::new(v).with_config(config).compile_grammar(grammar).unwrap()]
 }
 
-/// The grammar of a JSON Schema (default options).
+/// `grammar` with every rule kept a call (nothing inlined), the same without the mask
+/// cache, and with the default inlining and the cache.
+fn called_plain_and_cached(
+    v: &Vocabulary,
+    grammar: &Grammar,
+) -> [Arc<grammask_engine::CompiledGrammar>; 3] {
+    let mut called = grammask_engine::CompilerConfig::default();
+    called.passes.inline_max_rule_size = 0;
+    let plain = grammask_engine::CompilerConfig {
+        mask_cache: false,
+        passes: called.passes.clone(),
+        ..Default::default()
+    };
+    [
+        Compiler::new(v).with_config(called).compile_grammar(grammar).unwrap(),
+        Compiler::new(v).with_config(plain).compile_grammar(grammar).unwrap(),
+        Compiler::new(v).compile_grammar(grammar).unwrap(),
+    ]
+}
+
 /// [`cached_and_plain`], and `grammar` compiled with every rule kept a call (nothing
 /// inlined).
 fn cached_plain_and_called(
@@ -74,6 +93,7 @@ fn cached_plain_and_called(
     [cached, plain, Compiler::new(v).with_config(config).compile_grammar(grammar).unwrap()]
 }
 
+/// The grammar of a JSON Schema (default options).
 fn schema_grammar(schema: &str) -> Grammar {
     let schema: serde_json::Value = serde_json::from_str(schema).unwrap();
     let options = grammask_syntax::JsonSchemaOptions::default();
@@ -1346,18 +1366,7 @@ fn tokens_entering_callees_give_the_same_masks() {
         tail ::= "x"? ("b" | "")
     "#;
     let grammar = grammask_syntax::parse_gbnf(text).unwrap().grammar;
-    let mut called = grammask_engine::CompilerConfig::default();
-    called.passes.inline_max_rule_size = 0;
-    let plain_config = grammask_engine::CompilerConfig {
-        mask_cache: false,
-        passes: called.passes.clone(),
-        ..Default::default()
-    };
-    let grammars = [
-        Compiler::new(&v).with_config(called).compile_grammar(&grammar).unwrap(),
-        Compiler::new(&v).with_config(plain_config).compile_grammar(&grammar).unwrap(),
-        Compiler::new(&v).compile_grammar(&grammar).unwrap(),
-    ];
+    let grammars = called_plain_and_cached(&v, &grammar);
     fired(&[Path::CalleeEntry], || {
         masked_walks_agree(&grammars, 0xD1B5_4A32_D192_ED03, 150, 25, || {})
     });
@@ -1389,18 +1398,7 @@ fn tokens_entering_several_callees_give_the_same_masks() {
         o3 ::= "{" [ab]? "c" o1?
     "#;
     let grammar = grammask_syntax::parse_gbnf(text).unwrap().grammar;
-    let mut called = grammask_engine::CompilerConfig::default();
-    called.passes.inline_max_rule_size = 0;
-    let plain_config = grammask_engine::CompilerConfig {
-        mask_cache: false,
-        passes: called.passes.clone(),
-        ..Default::default()
-    };
-    let grammars = [
-        Compiler::new(&v).with_config(called).compile_grammar(&grammar).unwrap(),
-        Compiler::new(&v).with_config(plain_config).compile_grammar(&grammar).unwrap(),
-        Compiler::new(&v).compile_grammar(&grammar).unwrap(),
-    ];
+    let grammars = called_plain_and_cached(&v, &grammar);
     fired(&[Path::Fork], || masked_walks_agree(&grammars, 0x2545_F491_4F6C_DD1D, 150, 25, || {}));
 }
 

@@ -25,7 +25,7 @@ use super::runs::{
     depth_with_calls, diverted, reads_on, run_layers, safe_depth, safe_loop_state, Excluded,
     RuleView, SafeDepth,
 };
-use super::slicing::{KeyRange, Part, Slicing, TailKeys, Tails, Trie, EXACT, RUN_LAYERS};
+use super::slicing::{KeyRange, Part, Slicing, Tails, Trie, EXACT, RUN_LAYERS};
 use super::MaskCache;
 use crate::automaton::Dfa;
 use crate::compiler::CompiledGrammar;
@@ -380,7 +380,8 @@ struct ForkScratch {
 /// context-dependent.
 const MAX_FORK_CALLEES: usize = 16;
 
-/// A token's outcome from one position, as [`Walker::fork`] combines them.
+/// A token's outcome from one position, as [`Walker::fork`] combines them: ordered, so
+/// that the outcome over several callees is the greatest of theirs.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Outcome {
     Rejected,
@@ -568,7 +569,7 @@ impl<'a> Walker<'a> {
     /// The outcome of each tail of `tails` from `state`, read after at least one byte of
     /// its token.
     fn tail_outcomes(&mut self, state: StateId, tails: &Tails) -> Vec<TailOutcome> {
-        let keys = TailKeys(tails);
+        let keys = tails.range(0, tails.count());
         let mut found = Found::new();
         self.walk(Level::at(state), &keys, &mut found, None);
         let mut outcome = vec![TailOutcome::Rejected; keys.count()];

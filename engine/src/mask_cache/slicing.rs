@@ -418,44 +418,6 @@ impl Trie for Tails {
     }
 }
 
-/// The tails of a [`Tails`] as the keys of a trie walk: a walk pushes the indices of
-/// the keys, accepted and context-dependent, instead of their tokens.
-pub(crate) struct TailKeys<'a>(pub(crate) &'a Tails);
-
-impl Trie for TailKeys<'_> {
-    type Base = Self;
-    fn range(&self, k: usize, end: usize) -> KeyRange<'_, Self> {
-        KeyRange { trie: self, start: k, end }
-    }
-    type Accepted = u32;
-    type Dependent = u32;
-    const OFFSET: usize = 1;
-    #[inline]
-    fn count(&self) -> usize {
-        self.0.count()
-    }
-    #[inline]
-    fn bytes(&self, k: usize) -> &[u8] {
-        self.0.bytes(k)
-    }
-    #[inline]
-    fn shared(&self, k: usize) -> usize {
-        self.0.shared(k)
-    }
-    #[inline]
-    fn skip(&self, k: usize, depth: usize) -> usize {
-        self.0.skip(k, depth)
-    }
-    #[inline]
-    fn accepted(&self, k: usize, keys: &mut Vec<u32>) {
-        keys.push(k as u32);
-    }
-    #[inline]
-    fn dependent(&self, k: usize, end: usize, keys: &mut Vec<u32>) {
-        keys.extend(k as u32..end as u32);
-    }
-}
-
 /// Marks a token of the rest without a tail (it starts with no safe character).
 const NO_TAIL: u32 = u32::MAX;
 
