@@ -196,8 +196,11 @@ pub fn combination(
     let mut nfa = Nfa::default();
     let start = nfa.state()?;
     // The first length bound is read as a count; the other expressions as NFA states.
-    let counted = exprs.iter().position(|e| Length::of(e).is_some());
-    let length = counted.and_then(|i| Length::of(&exprs[i])).unwrap_or(Length::NONE);
+    let (counted, length) = exprs
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| Length::of(e).map(|l| (Some(i), l)))
+        .unwrap_or((None, Length::NONE));
     let mut ends = Vec::new();
     for (i, e) in exprs.iter().enumerate() {
         if Some(i) == counted {
@@ -230,12 +233,21 @@ pub fn combination(
         .collect();
     // Subset construction; the empty set is the dead state, which the complement accepts.
     let mut seen = vec![false; nfa.eps.len()];
+    // Which expressions match at a DFA state: its NFA states and whether its count is
+    // within the length bound.
+    let matched = |set: &[usize], length_holds: bool| -> Vec<bool> {
+        let each = |(i, end): (usize, &usize)| {
+            if Some(i) == counted {
+                length_holds
+            } else {
+                set.contains(end)
+            }
+        };
+        ends.iter().enumerate().map(each).collect()
+    };
     // Past the empty set no expression but the length bound can match: when nothing is
     // accepted there whatever the length, its counts are one dead state.
-    let none_but_length = |length_holds: bool| {
-        accepts(&(0..exprs.len()).map(|i| Some(i) == counted && length_holds).collect::<Vec<_>>())
-    };
-    let empty_is_dead = !none_but_length(true) && !none_but_length(false);
+    let empty_is_dead = !accepts(&matched(&[], true)) && !accepts(&matched(&[], false));
     let mut first = vec![start];
     nfa.closure(&mut first, &mut seen);
     // A DFA state: the characters counted (see `Length`) and a set of NFA states. (The
@@ -311,16 +323,8 @@ pub fn combination(
         delta.push(row);
         i += 1;
     }
-    let accepting: Vec<bool> = sets
-        .iter()
-        .map(|(count, set)| {
-            let matched = |(i, e): (usize, &usize)| match Some(i) == counted {
-                true => length.holds(*count),
-                false => set.contains(e),
-            };
-            accepts(&ends.iter().enumerate().map(matched).collect::<Vec<bool>>())
-        })
-        .collect();
+    let accepting: Vec<bool> =
+        sets.iter().map(|(count, set)| accepts(&matched(set, length.holds(*count)))).collect();
     // The states that can still reach an accepting one, through atoms that hold a
     // character (an atom of surrogate code points alone holds none).
     let n = sets.len();

@@ -125,7 +125,8 @@ pub(crate) trait Trie {
 }
 
 /// Keys `start..end` of another trie, numbered from 0 and recorded by their numbers:
-/// what a classification walk's fork (`classify::Walker::fork`) walks once per callee before it combines the outcomes.
+/// what a classification walk's fork (`classify::Walker::fork`) walks once per callee
+/// before it combines the outcomes, and the tails whose outcomes a walk remembers.
 pub(crate) struct KeyRange<'t, T> {
     pub(crate) trie: &'t T,
     pub(crate) start: usize,
