@@ -128,6 +128,7 @@ impl Nfa {
             built_log: Vec::new(),
             budgets: Vec::new(),
             texts: 0,
+            representatives: HashMap::default(),
         };
         let start = b.state()?;
         let accept = b.state()?;
@@ -252,6 +253,9 @@ struct Builder<'a, 'e> {
     member_entries: HashMap<RuleId, NfaState>,
     /// The accepting state: an item built into it ends the rule.
     accept: NfaState,
+    /// Items found equal to an earlier one, by address: that one's representative (see
+    /// [`Builder::equal`]).
+    representatives: HashMap<usize, &'e Expr, BuildHasherDefault<SetHasher>>,
 }
 
 impl<'e> Builder<'_, 'e> {
@@ -275,7 +279,7 @@ impl<'e> Builder<'_, 'e> {
         let entry = self.state()?;
         let hash = self.build(item, entry, to, true)?;
         if let Some(&(earlier, earlier_entry)) = self.built.get(&(hash, to)) {
-            if earlier == item {
+            if self.equal(earlier, item) {
                 self.undo(states, edges, log);
                 return Ok((earlier_entry, hash));
             }
@@ -301,13 +305,60 @@ impl<'e> Builder<'_, 'e> {
         let hash = self.expr(item, from, to)?;
         if self.states - states > 2 {
             if let Some(&(earlier, earlier_entry)) = self.built.get(&(hash, to)) {
-                if earlier == item {
+                if self.equal(earlier, item) {
                     self.undo(states, edges, log);
                     self.edge(from, Edge::Epsilon(earlier_entry));
                 }
             }
         }
         Ok(hash)
+    }
+
+    /// Whether `earlier` and `item` are equal (as `==` says); when they are, `item` is
+    /// remembered as equal to `earlier`'s representative.
+    ///
+    /// Items are built, and so compared, from the innermost out, and every item built is
+    /// either new or found equal to an earlier one: comparing two items whose sub-items
+    /// were found equal to the same representative stops there. Without it, copies of
+    /// one subtree that inlining wrote in many places (the states of a pattern's product
+    /// with a format or a length bound, each holding the rest of the product) would be
+    /// compared again to their ends at each of their levels.
+    fn equal(&mut self, earlier: &'e Expr, item: &'e Expr) -> bool {
+        if !self.same(earlier, item) {
+            return false;
+        }
+        let representative = self.representative(earlier);
+        if !std::ptr::eq(representative, item) {
+            self.representatives.insert(item as *const Expr as usize, representative);
+        }
+        true
+    }
+
+    /// The earlier item `item` was found equal to, else `item` itself.
+    #[inline]
+    fn representative(&self, item: &'e Expr) -> &'e Expr {
+        self.representatives.get(&(item as *const Expr as usize)).copied().unwrap_or(item)
+    }
+
+    /// Whether `a` and `b` are equal (as `==` says), sequences, choices and repetitions
+    /// found equal to one representative at once.
+    fn same(&self, a: &'e Expr, b: &'e Expr) -> bool {
+        #[cfg(test)]
+        tests::COMPARED.with(|c| c.set(c.get() + 1));
+        if std::ptr::eq(a, b) {
+            return true;
+        }
+        match (a, b) {
+            (Expr::Seq(x), Expr::Seq(y)) | (Expr::Choice(x), Expr::Choice(y)) => {
+                std::ptr::eq(self.representative(a), self.representative(b))
+                    || (x.len() == y.len() && x.iter().zip(y).all(|(p, q)| self.same(p, q)))
+            }
+            (
+                Expr::Repeat { expr: x, min: x_min, max: x_max },
+                Expr::Repeat { expr: y, min: y_min, max: y_max },
+            ) => x_min == y_min && x_max == y_max && self.same(x, y),
+            _ => a == b,
+        }
     }
 
     /// The body of a spliced rule for a reference to it, else `expr` itself.
@@ -554,6 +605,11 @@ impl<'e> Builder<'_, 'e> {
 mod tests {
     use super::*;
 
+    thread_local! {
+        /// Nodes [`Builder::same`] visited on this thread.
+        pub(super) static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     fn build(e: &Expr) -> Nfa {
         Nfa::build(e, &ClassTable::default(), Splices::NONE, None, 1_000, &|_| Some(TokenSetId(0)))
             .unwrap()
@@ -662,5 +718,36 @@ mod tests {
         ] {
             assert_eq!(accepts(&nfa, text), ok, "{}", String::from_utf8_lossy(text));
         }
+    }
+
+    #[test]
+    fn copies_of_a_deep_chain_are_compared_once_per_level() {
+        // `"" | "a" ("" | "a" (...))`, as inlining writes the states of a pattern's
+        // product with a length bound, copied after each of many first bytes.
+        fn chain(depth: usize) -> Expr {
+            let mut e = Expr::Empty;
+            for _ in 0..depth {
+                e = Expr::Choice(vec![Expr::Empty, Expr::Seq(vec![lit("a"), e])]);
+            }
+            e
+        }
+        let (copies, depth) = (20, 200);
+        let e = Expr::Choice(
+            (0..copies)
+                .map(|i| Expr::Seq(vec![lit(&format!("{}", i % 10)), chain(depth)]))
+                .collect(),
+        );
+        COMPARED.with(|c| c.set(0));
+        let nfa = build(&e);
+        // Each copy's levels are compared once each, not each to the chain's end.
+        let compared = COMPARED.with(|c| c.get());
+        assert!(compared < 10 * copies * depth, "{compared} nodes compared");
+        // The copies share one chain's states.
+        assert!(nfa.len() < 3 * depth, "{} states", nfa.len());
+        for (text, ok) in [(&b"7"[..], true), (b"3aaa", true), (b"0aaaa", true), (b"a", false)] {
+            assert_eq!(accepts(&nfa, text), ok, "{}", String::from_utf8_lossy(text));
+        }
+        let long = [b"5".to_vec(), vec![b'a'; depth]].concat();
+        assert!(accepts(&nfa, &long) && !accepts(&nfa, &[long.clone(), b"a".to_vec()].concat()));
     }
 }
