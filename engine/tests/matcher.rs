@@ -791,6 +791,34 @@ fn strings_without_some_characters_give_the_same_masks() {
     assert!(!allowed.iter().any(|t| t.contains('#') || t.contains('/')), "{allowed:?}");
 }
 
+/// A format's product with a pattern (`format: uri` and `^(https|file)://`), written as
+/// one rule per state, each reached from several: the compiled grammar writes each state
+/// once (not copied where the states before it end, which would hold every way through
+/// the rest), and its masks agree with the plain walk and the tokens accepted one by one.
+#[test]
+fn states_of_a_format_and_a_pattern_give_the_same_masks() {
+    let tokens: Vec<Vec<u8>> = [
+        "\"", "h", "t", "p", "s", "f", "i", "l", "e", ":", "/", "//", "://", "https", "https://",
+        "file://", "http", "a", "b", "ab", ".", "com", ".com", "1", "0", "12", "192", ".168", ".1",
+        "%", "%2", "%20", "?", "#", "=", "&", "-", "_", "~", "@", "[", "]", "::", "\\/", "\\", "x",
+        "www.", "/a", "a/", "ab/c", "\"}", " ",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    let v = with_stop_token(tokens);
+    let grammar =
+        schema_grammar(r#"{"type": "string", "format": "uri", "pattern": "^(https|file)://"}"#);
+    let [cached, plain] = cached_and_plain(&v, &grammar);
+    let nodes: usize = cached.grammar().rules.iter().map(|r| r.body.size()).sum();
+    assert!(nodes < 20_000, "the compiled grammar holds {nodes} nodes");
+    masked_walks_agree(&[cached.clone(), plain], 0x6A09_E667_F3BC_C908, 150, 40, || {});
+    let mut m = Matcher::new(cached);
+    m.accept_string("\"https://a.com/ab").unwrap();
+    assert!(m.fork().accept_string("?x=1#a\"").is_ok());
+    assert!(Matcher::new(m.grammar().clone()).accept_string("\"ftp://").is_err());
+}
+
 /// A counted run whose caller reads the run's own character next (`"x" run " y"`): the
 /// walk through the call follows the run as far as it goes, and a token that needs the
 /// run to end earlier (`"x  y"`: one blank in the run, one after it) is left to the

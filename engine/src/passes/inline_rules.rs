@@ -2,7 +2,8 @@
 //!
 //! Invariant established: every remaining reference to a non-recursive rule is to a rule
 //! whose body is larger than the inlining limit (or, larger than [`ALWAYS_INLINED_SIZE`],
-//! whose caller reached its size limit);
+//! whose caller reached its size limit), or to a state of more than [`STATE_COPY_MAX`]
+//! referred to more than once, where another state ends (see below);
 //! all others were replaced by the callee's body. Recursive rules (those on a cycle of
 //! the call graph) are never inlined, so the pushdown stack only holds what recursion
 //! needs, and a grammar without recursion usually becomes a single automaton.
@@ -25,6 +26,16 @@
 //! body at each of them as the copy would have been read there (its items among the
 //! items of the sequence holding the reference). The IR then holds one body instead of
 //! one per use: less for the later passes to walk, and for a compiled grammar to keep.
+//!
+//! An automaton written one rule per state (a pattern's complement, its product with a
+//! format or a length bound: [`is_state`], rules that refer to others only where they
+//! end) reaches most states by several ways. Copied where the states before it end, each
+//! state would hold a copy of every way through the rest: the grammar grows to its budget
+//! (tens of thousands of nodes for one `format: uri` with a pattern) and every later pass
+//! and the automaton's construction walk the copies. A state larger than
+//! [`STATE_COPY_MAX`] referred to more than once is therefore not copied where another
+//! state ends: the automaton entering the states reads each of them in place, once
+//! ([`crate::automaton`]'s right-linear rules).
 //!
 //! Three kinds of rules stay calls ([`stays_call`]). Chunks of calls (a rule of many
 //! calls of one chunk rule: a bound in the thousands, counted in chunks of chunks) would
@@ -159,6 +170,22 @@ pub fn stays_call(rule: &Rule) -> bool {
     is_counted_run(rule) || is_escape(rule) || is_chunk_of_calls(rule)
 }
 
+/// Whether `rule` reads as a state of an automaton written one rule per state (a
+/// pattern's complement, its product with a format or a length bound): it refers to
+/// rules, and only where it ends.
+pub fn is_state(rule: &Rule) -> bool {
+    let (mut refers, mut at_end) = (false, true);
+    rule.body.for_each_rule_ref_at_end(true, &mut |_, tail| {
+        refers = true;
+        at_end &= tail;
+    });
+    rule.lookahead.is_none() && refers && at_end
+}
+
+/// States ([`is_state`]) of more than this weight are not copied where a state ends:
+/// see [`inline_rules`].
+pub const STATE_COPY_MAX: usize = 64;
+
 /// For each rule, whether it lies on a cycle of the call graph.
 pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
     let (sccs, graph, _) = strongly_connected(grammar);
@@ -184,6 +211,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
     let spliced: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
+    let states: Vec<bool> = grammar.rules.iter().map(is_state).collect();
     // The whole grammar may grow to a weight of `inline_max_total` (or stays as large as
     // it is): copies of rules called from many places must not multiply its size.
     let total = sizes.iter().fold(0usize, |sum, &w| sum.saturating_add(w));
@@ -208,11 +236,13 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 rules: &mut grammar.rules,
                 recursive: &recursive,
                 spliced: &spliced,
+                states: &states,
+                in_state: states[r],
                 refs: &refs,
                 inlined: 0,
                 over: 0,
             };
-            substitute(&mut body, &mut ctx, &sizes, config, &mut budget, 1);
+            substitute(&mut body, &mut ctx, &sizes, config, &mut budget, 1, true);
             // Each callee body inlined (its weight times the copies of the reference,
             // taken from the budget) replaced those copies of one reference node; fusion
             // where bodies landed may have saved a few more (the weight kept is an upper
@@ -236,6 +266,10 @@ struct Context<'a> {
     recursive: &'a [bool],
     /// Per rule: whether it is spliced ([`is_spliced`]).
     spliced: &'a [bool],
+    /// Per rule: whether it is a state ([`is_state`]), as the grammar came in.
+    states: &'a [bool],
+    /// Whether the rule being inlined into is a state.
+    in_state: bool,
     /// References to each rule in the grammar (the root counted once more).
     refs: &'a [usize],
     /// References replaced by a body so far.
@@ -247,7 +281,7 @@ struct Context<'a> {
 /// Replaces the references of `expr` to rules that are inlined by their bodies; whether
 /// a body landed in `expr` (replaced it, or one of its items). Bodies are fused
 /// ([`super::fuse_sequences`] runs before inlining), and so is each node a body lands in
-/// ([`fuse_top`]): the result is fused.
+/// ([`fuse_top`]): the result is fused. `at_end`: nothing of the rule follows `expr`.
 fn substitute(
     expr: &mut Expr,
     ctx: &mut Context<'_>,
@@ -255,11 +289,17 @@ fn substitute(
     config: &PassConfig,
     budget: &mut usize,
     copies: usize,
+    at_end: bool,
 ) -> bool {
     match expr {
         Expr::Rule(r) => {
             let i = r.index();
             let size = sizes[i];
+            if at_end && ctx.in_state && ctx.states[i] && ctx.refs[i] > 1 && size > STATE_COPY_MAX {
+                // A state where another ends: the automaton entering them reads both in
+                // place, each once, where copies would hold every way through the rest.
+                return false;
+            }
             // What the copies of the body cost the caller: one per copy of the reference
             // a repetition around it makes.
             let cost = size.saturating_mul(copies);
@@ -289,10 +329,21 @@ fn substitute(
             }
             false
         }
-        Expr::Seq(items) | Expr::Choice(items) => {
+        Expr::Seq(items) => {
+            let last = items.len().saturating_sub(1);
+            let mut landed = false;
+            for (k, item) in items.iter_mut().enumerate() {
+                landed |= substitute(item, ctx, sizes, config, budget, copies, at_end && k == last);
+            }
+            if landed {
+                fuse_top(expr);
+            }
+            landed
+        }
+        Expr::Choice(items) => {
             let mut landed = false;
             for item in items {
-                landed |= substitute(item, ctx, sizes, config, budget, copies);
+                landed |= substitute(item, ctx, sizes, config, budget, copies, at_end);
             }
             if landed {
                 // (It may become an item its parent must flatten: a sequence of one choice.)
@@ -302,7 +353,7 @@ fn substitute(
         }
         Expr::Repeat { expr, min, max } => {
             let copies = copies.saturating_mul(grammask_syntax::ir::copies(*min, *max));
-            substitute(expr, ctx, sizes, config, budget, copies);
+            substitute(expr, ctx, sizes, config, budget, copies, false);
             false
         }
         _ => false,
@@ -476,5 +527,44 @@ mod tests {
         let mut refs = Vec::new();
         g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
         assert_eq!(refs, vec![big, ws, big, ws]);
+    }
+
+    /// States of an automaton written as rules, each reached from two earlier ones (as a
+    /// format's product with a pattern writes them): copied where states end, they would
+    /// hold every way through the rest, and the grammar would grow to its budget; kept
+    /// as references there, each state is written once.
+    #[test]
+    fn states_are_not_copied_where_states_end() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let states: Vec<RuleId> = (0..40).map(|k| b.declare(&format!("s{k}"))).collect();
+        for (k, &state) in states.iter().enumerate() {
+            let mut alternatives = vec![Expr::Empty];
+            for (byte, next) in [("a", k + 1), ("b", k + 2)] {
+                if let Some(&next) = states.get(next) {
+                    alternatives.push(Expr::seq(vec![Expr::literal(byte), Expr::Rule(next)]));
+                }
+            }
+            b.define(state, Expr::choice(alternatives));
+        }
+        b.define(
+            root,
+            Expr::seq(vec![Expr::literal("\""), Expr::Rule(states[0]), Expr::literal("\"")]),
+        );
+        let grammar = b.finish(root).unwrap();
+        assert!(states[..39].iter().all(|s| is_state(&grammar.rules[s.index()])));
+        let g = inline_rules(grammar, &PassConfig::default());
+        let total: usize = g.rules.iter().map(|r| r.body.weight()).sum();
+        assert!(total < 40 * 2 * STATE_COPY_MAX, "the grammar grew to {total}");
+        // The root calls the first states kept (it holds the ones it moved in); the
+        // states refer to the others where they end.
+        let mut kept = 0;
+        for rule in g.rules.iter().filter(|r| r.name != "root") {
+            rule.body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
+                assert!(states.contains(&callee) && tail && is_state(rule));
+                kept += 1;
+            });
+        }
+        assert!(kept > 0);
     }
 }
