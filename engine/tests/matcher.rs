@@ -819,6 +819,77 @@ fn states_of_a_format_and_a_pattern_give_the_same_masks() {
     assert!(Matcher::new(m.grammar().clone()).accept_string("\"ftp://").is_err());
 }
 
+/// An array of up to 100 objects whose key is a run of up to 255 characters: the items
+/// of each chunk are calls of one item rule, so no automaton holds 32 copies of the run
+/// (over 8,000 states, built at the step that first enters the array), and the masks
+/// agree with the plain walk and the tokens accepted one by one.
+#[test]
+fn chunks_of_large_items_give_the_same_masks() {
+    let tokens: Vec<Vec<u8>> = [
+        "[",
+        "]",
+        "[{",
+        "{\"",
+        "{\"key\":\"",
+        "key",
+        "\":\"",
+        "\",\"",
+        "value",
+        "\"}",
+        "},{",
+        "\"},{\"",
+        "\"}]",
+        ",",
+        "{",
+        "}",
+        "\"",
+        ":",
+        "a",
+        "ab",
+        "abc",
+        "a-b",
+        "_",
+        "Z9",
+        "x y",
+        " ",
+        "é",
+        "\\n",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    let v = with_stop_token(tokens);
+    let grammar = schema_grammar(
+        r#"{"type": "array", "maxItems": 100, "items": {"type": "object",
+            "required": ["key", "value"], "additionalProperties": false, "properties": {
+            "key": {"type": "string", "pattern": "^[0-9a-zA-Z_-]{1,255}$"},
+            "value": {"type": "string", "minLength": 1, "maxLength": 255}}}}"#,
+    );
+    let [cached, plain] = cached_and_plain(&v, &grammar);
+    let largest = (0..cached.grammar().rules.len())
+        .map(|r| cached.automaton(RuleId::new(r)).unwrap().len())
+        .max()
+        .unwrap_or(0);
+    assert!(largest < 4_000, "an automaton of {largest} states");
+    masked_walks_agree(&[cached.clone(), plain.clone()], 0xBB67_AE85_84CA_A73B, 60, 120, || {});
+    let item = r#"{"key":"a-b","value":"x y"}"#;
+    // At the chunks' edges, inside an item and between two.
+    for n in [1, 31, 32, 33, 63, 64, 65, 97, 99] {
+        for rest in ["", ",", ",{\"key\":\"ab"] {
+            let text = format!("[{}{rest}", vec![item; n].join(","));
+            let [mut a, mut b] = [Matcher::new(cached.clone()), Matcher::new(plain.clone())];
+            a.accept_string(&text).unwrap();
+            b.accept_string(&text).unwrap();
+            assert_eq!(mask_of(&a), mask_of(&b), "{n} items, then {rest:?}");
+            assert_eq!(mask_of(&a), accepted_one_by_one(&a), "{n} items, then {rest:?}");
+        }
+    }
+    for (n, ok) in [(100, true), (101, false)] {
+        let text = format!("[{}]", vec![item; n].join(","));
+        assert_eq!(Matcher::new(cached.clone()).accept_string(&text).is_ok(), ok, "{n} items");
+    }
+}
+
 /// A counted run whose caller reads the run's own character next (`"x" run " y"`): the
 /// walk through the call follows the run as far as it goes, and a token that needs the
 /// run to end earlier (`"x  y"`: one blank in the run, one after it) is left to the

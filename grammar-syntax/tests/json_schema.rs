@@ -95,6 +95,43 @@ fn bounded_counts_stay_counted() {
     assert!(!maxima.contains(&623) && maxima.contains(&17) && maxima.contains(&15), "{maxima:?}");
 }
 
+/// Items too large to copy are a rule, and each chunk of them (the one written in place
+/// and the chunk rule) repeats its call rather than writing 32 references to it, which
+/// the engine's inlining would copy into one automaton (32 copies of the item, each a
+/// `{1,255}` run of states here). The counts stay exact around the chunks' edges.
+#[test]
+fn chunks_of_large_items_repeat_their_call() {
+    let item = json!({"type": "object", "required": ["key"], "additionalProperties": false,
+        "properties": {"key": {"type": "string", "pattern": "^[a-z]{1,255}$"}}});
+    let schema = json!({"type": "array", "maxItems": 100, "items": item});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let mut chunks = 0;
+    fn walk(e: &Expr, chunks: &mut usize) {
+        match e {
+            Expr::Repeat { expr, min: 32, max: Some(32) } if matches!(**expr, Expr::Rule(_)) => {
+                *chunks += 1;
+            }
+            Expr::Seq(items) => {
+                assert!(items.len() < 32 || items.iter().any(|i| *i != items[0]), "{items:?}");
+                items.iter().for_each(|i| walk(i, chunks));
+            }
+            Expr::Choice(items) => items.iter().for_each(|i| walk(i, chunks)),
+            Expr::Repeat { expr, .. } => walk(expr, chunks),
+            _ => {}
+        }
+    }
+    for r in &c.grammar.rules {
+        walk(&r.body, &mut chunks);
+    }
+    // The chunk rule and the chunk in place (a conversion tried first may leave a dead
+    // copy of the rules).
+    assert!(chunks >= 2, "{chunks} chunks of calls");
+    for n in [0usize, 1, 31, 32, 33, 63, 64, 65, 66, 95, 96, 97, 99, 100, 101] {
+        let text = format!("[{}]", vec![r#"{"key":"ab"}"#; n].join(","));
+        assert_eq!(accepts(schema.clone(), &text), n <= 100, "{n} items");
+    }
+}
+
 #[test]
 fn chunked_lengths_are_exact() {
     for (min, max) in [(0usize, 65usize), (0, 100), (0, 255), (3, 130), (70, 300), (100, 164)] {

@@ -33,10 +33,17 @@ impl Converter<'_> {
             return never();
         }
         let large = |n: u32| n > 2 * CHUNK;
-        let x = if x.weight() > MAX_COPIED && max.unwrap_or(min) > 1 {
-            Expr::Rule(self.b.add_fresh("repeated", x))
-        } else {
-            x
+        let called = x.weight() > MAX_COPIED && max.unwrap_or(min) > 1;
+        let x = if called { Expr::Rule(self.b.add_fresh("repeated", x)) } else { x };
+        // A chunk of items: written out when they are copied in place; a repetition of the
+        // call when the item is a rule, so that the engine repeats the call (as it does
+        // the other counts) rather than copy the large item into every place of a chunk.
+        let in_chunk = |x: &Expr| {
+            if called {
+                Expr::repeat(x.clone(), CHUNK, Some(CHUNK))
+            } else {
+                Expr::Seq(vec![x.clone(); CHUNK as usize])
+            }
         };
         let top = max.unwrap_or(min);
         if !large(top) {
@@ -44,9 +51,9 @@ impl Converter<'_> {
         }
         let name = self.b.fresh_name("chunk");
         let chunk = self.b.declare(&name);
-        // Written out as `CHUNK` items, as the in-place first chunk below is (the
-        // inliner weighs `x{CHUNK}` the same: `Expr::weight`).
-        self.b.define(chunk, Expr::Seq(vec![x.clone(); CHUNK as usize]));
+        // As the in-place first chunk below is (the inliner weighs `x{CHUNK}` and the
+        // items written out the same: `Expr::weight`).
+        self.b.define(chunk, in_chunk(&x));
         // Past `MANY_CHUNKS` the chunks' own counts are chunked in turn (chunks of
         // chunks), so that a bound of a million costs a few hundred call states rather
         // than 31,250.
@@ -80,7 +87,7 @@ impl Converter<'_> {
                     Expr::choice(vec![
                         below_chunk(),
                         Expr::seq(vec![
-                            Expr::Seq(vec![x.clone(); CHUNK as usize]),
+                            in_chunk(&x),
                             chunks,
                             Expr::choice(vec![
                                 below_chunk(),
