@@ -446,16 +446,12 @@ fn closing_tokens_classified_with_the_caller_give_the_same_masks() {
 #[test]
 fn tokens_through_whitespace_runs_give_the_same_masks() {
     use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "{", "}", "{\"", "\":", "\",", "\"}", ",", ":", "\"", "a", "b", "1", "12", " ", "  ",
         "   ", "    ", "        ", "\t", " \t", "\n", "\n ", "\n  ", "\n    ", "\r\n", " \"",
         "  \"", "    \"", " 1", "  1", " }", "  }", "\n}", ": ", ":  ", ", ", ",\n", ",\n  ",
         "{\n", "{\n  ", " \"a\":", "1,", "1}", "1 ", "true", " true", "[", "]", " [", "1]",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     let schema = serde_json::json!({"type": "object", "properties": {
         "a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "boolean"}}},
         "required": ["a"]});
@@ -483,15 +479,11 @@ fn tokens_through_whitespace_runs_give_the_same_masks() {
 #[test]
 fn long_pattern_strings_keep_their_characters_in_place() {
     use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "{", "}", "{\"", "\":", "\"", "\"}", "name", "a", "ab", "Azure", "Sql", "_x", "1", "a.",
         ".", "<", "ab\"", "ab\"}", "\\", "\\n", "\\u", "\\u0041", "\\u003c", "é", "é\"", "a b",
         " ", "/", "?",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     let schema = serde_json::json!({"type": "object", "required": ["name"],
         "properties": {"name": {"type": "string", "maxLength": 260,
             "pattern": "^[A-Za-z0-9_][^<>*#.%&:\\\\+?/]*$"}},
@@ -614,14 +606,10 @@ fn tokens_across_the_chunks_of_long_strings_give_the_same_masks() {
 /// rule called.
 #[test]
 fn rests_of_tokens_leaving_a_string_are_shared_by_its_characters() {
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "[", "]", "\"", ",", "1", "!", "a", "b", "aa", "aaaa", "\",", "\",1", "\",1,", "a\",1,",
         "\",1!", "1,", "1!", "b]", ",\"",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     // root ::= "[" x "," y "]"    x ::= s "," (p | q)    y ::= s "," (r | t)
     // p ::= c "a"    q ::= c "b"    c ::= "1,"    r ::= e "a"    t ::= e "b"    e ::= "1!"
     // s ::= "\"" "a"{0,200} "\""
@@ -685,16 +673,12 @@ fn rests_of_tokens_leaving_a_string_are_shared_by_its_characters() {
 #[test]
 fn values_of_any_type_at_the_root_give_the_same_masks() {
     use grammask_syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "{", "}", "{\"", "\":", "\",", "\"}", ",", ":", "\"", "a", "b", "c", "1", "12", " ", "\n",
         " \"", " 1", " -", " t", " true", " tr", " n", " null", " f", " false", " {", " {\"", " [",
         " [1", " [\"", " []", " {}", "[", "]", "],", "]}", "}}", "},", "true", "null", "1,", "1}",
         "1]", " }", "\n}", ", ", ",\n", "\"a\":", "\"b\":", "\"c\":", " \"a", "x", "\"x\"",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     let schema = serde_json::json!({"type": "object", "properties": {
         "a": {}, "b": {"type": "array", "items": {}}, "c": {"type": "string"}}});
     let grammar = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap().grammar;
@@ -797,16 +781,12 @@ fn strings_without_some_characters_give_the_same_masks() {
 /// the rest), and its masks agree with the plain walk and the tokens accepted one by one.
 #[test]
 fn states_of_a_format_and_a_pattern_give_the_same_masks() {
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "\"", "h", "t", "p", "s", "f", "i", "l", "e", ":", "/", "//", "://", "https", "https://",
         "file://", "http", "a", "b", "ab", ".", "com", ".com", "1", "0", "12", "192", ".168", ".1",
         "%", "%2", "%20", "?", "#", "=", "&", "-", "_", "~", "@", "[", "]", "::", "\\/", "\\", "x",
         "www.", "/a", "a/", "ab/c", "\"}", " ",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     let grammar =
         schema_grammar(r#"{"type": "string", "format": "uri", "pattern": "^(https|file)://"}"#);
     let [cached, plain] = cached_and_plain(&v, &grammar);
@@ -825,7 +805,7 @@ fn states_of_a_format_and_a_pattern_give_the_same_masks() {
 /// agree with the plain walk and the tokens accepted one by one.
 #[test]
 fn chunks_of_large_items_give_the_same_masks() {
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "[",
         "]",
         "[{",
@@ -854,11 +834,7 @@ fn chunks_of_large_items_give_the_same_masks() {
         " ",
         "é",
         "\\n",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     let grammar = schema_grammar(
         r#"{"type": "array", "maxItems": 100, "items": {"type": "object",
             "required": ["key", "value"], "additionalProperties": false, "properties": {
@@ -996,6 +972,11 @@ fn with_stop_token(mut tokens: Vec<Vec<u8>>) -> Vocabulary {
     tokens.push(b"</s>".to_vec());
     let eos = (tokens.len() - 1) as u32;
     Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap()
+}
+
+/// [`with_stop_token`] of tokens given as text.
+fn text_vocab(tokens: &[&str]) -> Vocabulary {
+    with_stop_token(tokens.iter().map(|t| t.as_bytes().to_vec()).collect())
 }
 
 /// A vocabulary of safe runs of 1 to 20 characters (ASCII and multi-byte), incomplete
@@ -1735,7 +1716,7 @@ fn reference_walks_agree(
 #[test]
 fn complement_states_share_one_unicode_escape_tail() {
     use grammask_engine::passes::is_escape_tail;
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "{",
         "}",
         "{\"",
@@ -1767,11 +1748,7 @@ fn complement_states_share_one_unicode_escape_tail() {
         "u",
         "41",
         "\\u0041x",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     let schema = r#"{"type": "object", "properties": {"ab": {"type": "integer"}},
         "patternProperties": {"a.*x": {"type": "integer"}},
         "additionalProperties": {"type": "string"}}"#;
@@ -1856,7 +1833,7 @@ fn chunks_of_chunks_stay_calls_and_count_exactly() {
 #[test]
 fn unicode_escape_tails_are_one_call_and_masks_agree() {
     use grammask_engine::passes::{is_escape_tail, run, PassConfig};
-    let tokens: Vec<Vec<u8>> = [
+    let v = text_vocab(&[
         "{\"s\":\"",
         "\"",
         "\"}",
@@ -1883,11 +1860,7 @@ fn unicode_escape_tails_are_one_call_and_masks_agree() {
         "\\u0041\"}",
         "u",
         "41",
-    ]
-    .iter()
-    .map(|t| t.as_bytes().to_vec())
-    .collect();
-    let v = with_stop_token(tokens);
+    ]);
     let schema = r#"{"type": "object", "required": ["s"], "additionalProperties": false,
         "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 40}}}"#;
     let grammar = schema_grammar(schema);
