@@ -250,11 +250,24 @@ pub fn combination(
     let empty_is_dead = !accepts(&matched(&[], true)) && !accepts(&matched(&[], false));
     let mut first = vec![start];
     nfa.closure(&mut first, &mut seen);
-    // A DFA state: the characters counted (see `Length`) and a set of NFA states. (The
-    // count first: states of one set and several counts are told apart without comparing
-    // the sets.)
-    let mut index: FxHashMap<(u32, Vec<usize>), usize> = FxHashMap::default();
-    let mut sets = vec![(0, first.clone())];
+    // The NFA state sets met, each once; what a set steps to on each run of atoms does
+    // not depend on the count, so it is found once per set (a length bound meets each
+    // set at many counts).
+    let mut set_index: FxHashMap<Vec<usize>, usize> = FxHashMap::default();
+    let mut set_list: Vec<Vec<usize>> = Vec::new();
+    let mut intern = |set: Vec<usize>, list: &mut Vec<Vec<usize>>| -> usize {
+        *set_index.entry(set).or_insert_with_key(|set| {
+            list.push(set.clone());
+            list.len() - 1
+        })
+    };
+    let first = intern(first, &mut set_list);
+    // Per set met: the runs of atoms it steps to one set on, `(from, until, to)` (`to`
+    // `None`: the surrogates' atom, which holds no character, where the state stays).
+    let mut set_rows: Vec<Option<Vec<(usize, usize, Option<usize>)>>> = Vec::new();
+    // A DFA state: the characters counted (see `Length`) and a set of NFA states.
+    let mut index: FxHashMap<(u32, usize), usize> = FxHashMap::default();
+    let mut sets = vec![(0, first)];
     index.insert((0, first), 0);
     let mut delta: Vec<Vec<usize>> = Vec::new();
     // Where an edge of the set starts (+1) or stops (-1) applying, by atom.
@@ -262,69 +275,88 @@ pub fn combination(
     let mut active: Vec<u32> = vec![0; nfa.eps.len()];
     let mut i = 0;
     while i < sets.len() {
-        events.clear();
-        let count = length.after_one_more(sets[i].0);
-        for &s in &sets[i].1 {
-            for &(a, z, t) in &spans[s] {
-                events.push((a, true, t));
-                events.push((z + 1, false, t));
-            }
+        let (count, set) = sets[i];
+        if set_rows.len() <= set {
+            set_rows.resize(set + 1, None);
         }
-        events.sort_unstable();
-        // The atoms between two event positions lead to the same set: one closure each.
-        let mut row = vec![0; atoms.len()];
-        let mut targets: Vec<usize> = Vec::new();
-        let mut e = 0;
-        let mut at = 0;
-        while at < atoms.len() {
-            while e < events.len() && events[e].0 == at {
-                let (_, starts, t) = events[e];
-                if starts {
-                    active[t] += 1;
-                    if active[t] == 1 {
-                        targets.push(t);
-                    }
-                } else {
-                    active[t] -= 1;
+        if set_rows[set].is_none() {
+            events.clear();
+            for &s in &set_list[set] {
+                for &(a, z, t) in &spans[s] {
+                    events.push((a, true, t));
+                    events.push((z + 1, false, t));
                 }
-                e += 1;
             }
-            targets.retain(|&t| active[t] > 0);
-            let mut until = events.get(e).map_or(atoms.len(), |ev| ev.0.min(atoms.len()));
-            if at == surrogates {
-                // No character: the state stays (the atom is never written, nor counted).
-                row[at] = i;
-                at += 1;
-                continue;
-            }
-            if at < surrogates {
-                until = until.min(surrogates);
-            }
-            let mut next = targets.clone();
-            nfa.closure(&mut next, &mut seen);
-            let key = (if next.is_empty() && empty_is_dead { 0 } else { count }, next);
-            let id = match index.get(&key) {
-                Some(&id) => id,
-                None => {
-                    if sets.len() >= MAX_DFA_STATES {
-                        return None;
+            events.sort_unstable();
+            // The atoms between two event positions lead to the same set: one closure each.
+            let mut runs = Vec::new();
+            let mut targets: Vec<usize> = Vec::new();
+            let mut e = 0;
+            let mut at = 0;
+            while at < atoms.len() {
+                while e < events.len() && events[e].0 == at {
+                    let (_, starts, t) = events[e];
+                    if starts {
+                        active[t] += 1;
+                        if active[t] == 1 {
+                            targets.push(t);
+                        }
+                    } else {
+                        active[t] -= 1;
                     }
-                    sets.push(key.clone());
-                    index.insert(key, sets.len() - 1);
-                    sets.len() - 1
+                    e += 1;
+                }
+                targets.retain(|&t| active[t] > 0);
+                let mut until = events.get(e).map_or(atoms.len(), |ev| ev.0.min(atoms.len()));
+                if at == surrogates {
+                    // No character: the state stays (the atom is never written, nor counted).
+                    runs.push((at, at + 1, None));
+                    at += 1;
+                    continue;
+                }
+                if at < surrogates {
+                    until = until.min(surrogates);
+                }
+                let mut next = targets.clone();
+                nfa.closure(&mut next, &mut seen);
+                runs.push((at, until, Some(intern(next, &mut set_list))));
+                at = until;
+            }
+            for &t in &targets {
+                active[t] = 0;
+            }
+            set_rows[set] = Some(runs);
+        }
+        let after = length.after_one_more(count);
+        let mut row = vec![0; atoms.len()];
+        for &(from, until, to) in set_rows[set].iter().flatten() {
+            let id = match to {
+                None => i,
+                Some(to) => {
+                    let key =
+                        (if set_list[to].is_empty() && empty_is_dead { 0 } else { after }, to);
+                    match index.get(&key) {
+                        Some(&id) => id,
+                        None => {
+                            if sets.len() >= MAX_DFA_STATES {
+                                return None;
+                            }
+                            sets.push(key);
+                            index.insert(key, sets.len() - 1);
+                            sets.len() - 1
+                        }
+                    }
                 }
             };
-            row[at..until].fill(id);
-            at = until;
-        }
-        for &t in &targets {
-            active[t] = 0;
+            row[from..until].fill(id);
         }
         delta.push(row);
         i += 1;
     }
-    let accepting: Vec<bool> =
-        sets.iter().map(|(count, set)| accepts(&matched(set, length.holds(*count)))).collect();
+    let accepting: Vec<bool> = sets
+        .iter()
+        .map(|&(count, set)| accepts(&matched(&set_list[set], length.holds(count))))
+        .collect();
     // The states that can still reach an accepting one, through atoms that hold a
     // character (an atom of surrogate code points alone holds none).
     let n = sets.len();
