@@ -173,6 +173,15 @@ impl Length {
     }
 }
 
+/// Atoms `from..until` that an NFA state set steps to the set `to` on (by its number);
+/// `to` is `None` for the surrogates' atom, which holds no character: the state stays.
+#[derive(Clone, Copy)]
+struct AtomRun {
+    from: usize,
+    until: usize,
+    to: Option<usize>,
+}
+
 /// The texts `e` does not match, as rules added to `b` (named after `name`), in
 /// `encoding`: `None` when `e` is not regular or its automata pass the limits.
 pub fn complement(
@@ -262,9 +271,8 @@ pub fn combination(
         })
     };
     let first = intern(first, &mut set_list);
-    // Per set met: the runs of atoms it steps to one set on, `(from, until, to)` (`to`
-    // `None`: the surrogates' atom, which holds no character, where the state stays).
-    let mut set_rows: Vec<Option<Vec<(usize, usize, Option<usize>)>>> = Vec::new();
+    // Per set met: the runs of atoms it steps to one set on.
+    let mut set_rows: Vec<Option<Vec<AtomRun>>> = Vec::new();
     // A DFA state: the characters counted (see `Length`) and a set of NFA states.
     let mut index: FxHashMap<(u32, usize), usize> = FxHashMap::default();
     let mut sets = vec![(0, first)];
@@ -310,7 +318,7 @@ pub fn combination(
                 let mut until = events.get(e).map_or(atoms.len(), |ev| ev.0.min(atoms.len()));
                 if at == surrogates {
                     // No character: the state stays (the atom is never written, nor counted).
-                    runs.push((at, at + 1, None));
+                    runs.push(AtomRun { from: at, until: at + 1, to: None });
                     at += 1;
                     continue;
                 }
@@ -319,7 +327,7 @@ pub fn combination(
                 }
                 let mut next = targets.clone();
                 nfa.closure(&mut next, &mut seen);
-                runs.push((at, until, Some(intern(next, &mut set_list))));
+                runs.push(AtomRun { from: at, until, to: Some(intern(next, &mut set_list)) });
                 at = until;
             }
             for &t in &targets {
@@ -329,7 +337,7 @@ pub fn combination(
         }
         let after = length.after_one_more(count);
         let mut row = vec![0; atoms.len()];
-        for &(from, until, to) in set_rows[set].iter().flatten() {
+        for &AtomRun { from, until, to } in set_rows[set].iter().flatten() {
             let id = match to {
                 None => i,
                 Some(to) => {
