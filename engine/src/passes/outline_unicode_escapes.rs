@@ -19,7 +19,7 @@
 
 use super::inline_rules::refers;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The fewest copies of escapes in one rule whose `\u` tails move into a call.
 pub const MIN_COPIES: usize = 4;
@@ -29,7 +29,9 @@ pub const MIN_COPIES: usize = 4;
 pub fn outline_unicode_escapes(mut grammar: Grammar) -> Grammar {
     let first_new = grammar.rules.len();
     let moves = rules_to_move(&grammar);
-    let mut tails: HashMap<Expr, RuleId> = HashMap::new();
+    // Every tail moved is hashed (the `\u` forms of a class: a hundred nodes or more, in
+    // each of a complement's many states): a fast hash.
+    let mut tails: FxHashMap<Expr, RuleId> = FxHashMap::default();
     let mut new_rules: Vec<Rule> = Vec::new();
     for r in (0..first_new).filter(|&r| moves[r]) {
         let owner = grammar.rules[r].name.clone();
