@@ -304,6 +304,24 @@ impl Expr {
         }
     }
 
+    /// Calls `f` on every reference to a rule this expression holds directly, in the
+    /// order of [`Expr::for_each_rule_ref`], to read or rewrite it.
+    pub fn for_each_rule_ref_mut(&mut self, f: &mut impl FnMut(&mut RuleId)) {
+        match self {
+            Expr::Rule(id) => f(id),
+            Expr::Seq(items) | Expr::Choice(items) => {
+                items.iter_mut().for_each(|e| e.for_each_rule_ref_mut(f))
+            }
+            Expr::Repeat { expr, .. } => expr.for_each_rule_ref_mut(f),
+            Expr::Empty
+            | Expr::Bytes(_)
+            | Expr::Class(_)
+            | Expr::ByteRanges(_)
+            | Expr::Tokens(_)
+            | Expr::Text(_) => {}
+        }
+    }
+
     /// Calls `f` on every rule this expression refers to directly.
     pub fn for_each_rule_ref(&self, f: &mut impl FnMut(RuleId)) {
         self.for_each_rule_ref_at_end(false, &mut |id, _| f(id));
