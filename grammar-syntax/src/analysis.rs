@@ -224,9 +224,10 @@ pub fn productive(grammar: &Grammar) -> Vec<bool> {
 /// that finds nothing new ends at the least fixpoint. The first two rounds take the rules
 /// last defined first (rules tend to refer to rules defined after them), which settles
 /// most grammars with no allocation but the answer. When they do not, the rounds take
-/// each rule after the rules it refers to ([`callees_first`]), where only cycles need
-/// another round; past a few, the linear propagation over the flattened grammar takes
-/// over, so many nested cycles stay linear.
+/// each rule still false after the rules it refers to ([`callees_first`], over those
+/// rules only: the settled ones are read, not walked), where only cycles need another
+/// round; past a few, the linear propagation over the flattened grammar takes over, so
+/// many nested cycles stay linear.
 fn least_fixpoint(grammar: &Grammar, leaf: fn(&Expr) -> bool) -> Vec<bool> {
     let mut known = vec![false; grammar.rules.len()];
     let round = |known: &mut [bool], order: &mut dyn Iterator<Item = usize>| {
@@ -246,7 +247,7 @@ fn least_fixpoint(grammar: &Grammar, leaf: fn(&Expr) -> bool) -> Vec<bool> {
     if !round(&mut known, &mut last_first()) {
         return known;
     }
-    let order = callees_first(grammar);
+    let order = callees_first(grammar, &known);
     for _ in 0..FIXPOINT_ROUNDS {
         if !round(&mut known, &mut order.iter().copied()) {
             return known;
@@ -256,25 +257,29 @@ fn least_fixpoint(grammar: &Grammar, leaf: fn(&Expr) -> bool) -> Vec<bool> {
     propagate(grammar, &flat, leaf).0
 }
 
-/// Every rule once, each after the rules its body refers to except inside a cycle: the
-/// [`strongly_connected`] components of the references (lookahead assertions left out),
-/// callees first.
-fn callees_first(grammar: &Grammar) -> Vec<usize> {
+/// Every rule not `settled` once, each after the rules its body refers to except inside
+/// a cycle: the [`strongly_connected`] components of the references among those rules
+/// (lookahead assertions left out), callees first. Only their bodies are walked.
+fn callees_first(grammar: &Grammar, settled: &[bool]) -> Vec<usize> {
     let n = grammar.rules.len();
-    let refs: Vec<Vec<usize>> = grammar
-        .rules
+    let open: Vec<usize> = (0..n).filter(|&r| !settled[r]).collect();
+    let mut local = vec![usize::MAX; n];
+    for (i, &r) in open.iter().enumerate() {
+        local[r] = i;
+    }
+    let refs: Vec<Vec<usize>> = open
         .iter()
-        .map(|rule| {
+        .map(|&r| {
             let mut out = Vec::new();
-            rule.body.for_each_rule_ref(&mut |r| {
-                if r.index() < n {
-                    out.push(r.index());
+            grammar.rules[r].body.for_each_rule_ref(&mut |r| {
+                if let Some(&i) = local.get(r.index()).filter(|&&i| i != usize::MAX) {
+                    out.push(i);
                 }
             });
             out
         })
         .collect();
-    strongly_connected(&refs).into_iter().flatten().collect()
+    strongly_connected(&refs).into_iter().flatten().map(|i| open[i]).collect()
 }
 
 /// Rounds of [`least_fixpoint`] in [`callees_first`] order before the linear propagation
@@ -638,13 +643,18 @@ mod tests {
             ("a", |r| Expr::choice(vec![r("b"), r("shared")])),
             ("b", |r| Expr::seq(vec![Expr::literal("("), r("a"), r("shared")])),
         ]);
-        let order = callees_first(&g);
+        let order = callees_first(&g, &[false; 4]);
         let mut sorted = order.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, vec![0, 1, 2, 3]);
         let at = |r: usize| order.iter().position(|&o| o == r).unwrap();
         assert!(at(1) < at(0) && at(2) < at(0));
         assert!(at(1) < at(2) && at(1) < at(3));
+        // Settled rules are left out, and so are references to them.
+        let open = callees_first(&g, &[false, true, false, false]);
+        assert_eq!(open.len(), 3);
+        let at = |r: usize| open.iter().position(|&o| o == r).unwrap();
+        assert!(at(2) < at(0) && at(3) < at(0));
     }
 
     #[test]
