@@ -463,12 +463,14 @@ impl Compiler {
         }
         checks::check_no_left_recursion(&grammar)?;
         deadline.check("the left-recursion check")?;
-        let summaries = self.config.mask_cache.then(|| Summaries::of(&grammar));
+        // The call graph, read by both the summaries and the linear rules.
+        let calls = passes::CallGraph::of(&grammar);
+        let summaries = self.config.mask_cache.then(|| Summaries::with_calls(&grammar, &calls));
         let has_budgets = classes.has_text_budget();
         let n = grammar.rules.len();
         let recipe = Recipe {
             classes,
-            linear: RightLinear::of(&grammar, passes.inline_max_rule_size),
+            linear: RightLinear::with_calls(&grammar, &calls, passes.inline_max_rule_size),
             spliced: (0..n).map(|r| passes::is_spliced(&grammar.rules, r, grammar.root)).collect(),
             token_index,
             keep_calls: grammar
@@ -558,8 +560,9 @@ pub struct CompiledGrammar {
     pub(crate) token_sets: Vec<TokenSet>,
     pub(crate) limits: Limits,
     pub(crate) initial: Stack,
-    /// Heap bytes of the IR (counted per node).
-    ir_bytes: usize,
+    /// Heap bytes of the IR (counted per node), counted when first asked for (a walk of
+    /// the whole grammar, which no mask needs).
+    ir_bytes: std::sync::OnceLock<usize>,
     /// The adaptive token mask cache; `None` when off.
     pub(crate) mask_cache: Option<MaskCache>,
     /// Whether some free text has a token budget ([`crate::Matcher`] then counts tokens
@@ -586,7 +589,6 @@ impl CompiledGrammar {
         let mask_cache = summaries.map(|summaries| {
             MaskCache::new(grammar.rules.len(), summaries, limits.max_mask_cache_bytes)
         });
-        let ir_bytes = grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>();
         CompiledGrammar {
             has_budgets,
             vocab,
@@ -595,7 +597,7 @@ impl CompiledGrammar {
             token_sets,
             limits,
             initial,
-            ir_bytes,
+            ir_bytes: std::sync::OnceLock::new(),
             mask_cache,
         }
     }
@@ -628,7 +630,9 @@ impl CompiledGrammar {
     /// slots of the token mask cache and its filled entries.
     pub fn memory(&self) -> usize {
         self.automata.memory()
-            + self.ir_bytes
+            + *self.ir_bytes.get_or_init(|| {
+                self.grammar.size() * std::mem::size_of::<grammask_syntax::ir::Expr>()
+            })
             + self.mask_cache.as_ref().map_or(0, MaskCache::fixed_memory)
             + self.mask_cache_memory()
     }

@@ -174,6 +174,11 @@ const ALL_BYTES: ByteSet = ByteSet([u64::MAX; 4]);
 impl Summaries {
     /// The summaries of `grammar`'s rules.
     pub(crate) fn of(grammar: &Grammar) -> Summaries {
+        Summaries::with_calls(grammar, &crate::passes::CallGraph::of(grammar))
+    }
+
+    /// [`Summaries::of`] with the grammar's call graph given.
+    pub(crate) fn with_calls(grammar: &Grammar, calls: &crate::passes::CallGraph) -> Summaries {
         let n = grammar.rules.len();
         let mut s = Summaries {
             nullable: vec![false; n],
@@ -181,14 +186,13 @@ impl Summaries {
             follow: vec![ByteSet::default(); n],
         };
         // A worklist, callees first: a rule is read again when a rule it refers to changed.
-        let (components, callees, _) = crate::passes::strongly_connected(grammar);
         let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (r, list) in callees.iter().enumerate() {
+        for (r, list) in calls.callees.iter().enumerate() {
             for &callee in list {
                 referrers[callee].push(r);
             }
         }
-        let order: Vec<usize> = components.into_iter().flatten().collect();
+        let order: Vec<usize> = calls.components.iter().flatten().copied().collect();
         let mut queued = vec![true; n];
         let mut work: Vec<usize> = order.into_iter().rev().collect();
         while let Some(r) = work.pop() {

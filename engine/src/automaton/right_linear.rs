@@ -12,7 +12,7 @@
 //! components of the reference graph, recursive, whose every reference between members
 //! is in tail position: the last item of a sequence, an alternative, never inside a
 //! repetition), the leaves (rules that refer to none) that every reference reaches in
-//! tail position (a large one only at the end of a chain, see [`RightLinear::of`]), and
+//! tail position (a large one only at the end of a chain, see [`RightLinear::with_calls`]), and
 //! the rules whose every reference is in tail position to a linear rule (the states
 //! before such a loop, or the chain of states a pattern with a length bound is written
 //! as, ending in leaves). References to the `\u` tails of escapes
@@ -22,7 +22,7 @@
 //! references in place, so it calls none of them. The other linear rules get no
 //! automaton of their own (the compiler builds only what some automaton calls).
 
-use crate::passes::{is_escape_tail, strongly_connected};
+use crate::passes::{is_escape_tail, CallGraph};
 use grammask_syntax::ir::{Grammar, RuleId};
 
 /// The linear rules of a grammar and their entries.
@@ -35,14 +35,24 @@ pub(crate) struct RightLinear {
 }
 
 impl RightLinear {
-    /// The linear rules of `grammar` (after the passes). A leaf whose body weighs more than
-    /// `max_leaf_weight` ([`grammask_syntax::ir::Expr::weight`]) is linear only where no
-    /// entry refers to it directly (it ends a chain of states), so that a large rule
-    /// ending an alternative stays an automaton of its own, built only when a generation
-    /// enters it.
+    /// [`RightLinear::with_calls`] of the grammar's call graph.
+    #[cfg(test)]
     pub(crate) fn of(grammar: &Grammar, max_leaf_weight: usize) -> RightLinear {
+        RightLinear::with_calls(grammar, &CallGraph::of(grammar), max_leaf_weight)
+    }
+
+    /// The linear rules of `grammar` (after the passes), whose call graph is `calls`. A
+    /// leaf whose body weighs more than `max_leaf_weight`
+    /// ([`grammask_syntax::ir::Expr::weight`]) is linear only where no entry refers to it
+    /// directly (it ends a chain of states), so that a large rule ending an alternative
+    /// stays an automaton of its own, built only when a generation enters it.
+    pub(crate) fn with_calls(
+        grammar: &Grammar,
+        calls: &CallGraph,
+        max_leaf_weight: usize,
+    ) -> RightLinear {
         let n = grammar.rules.len();
-        let (components, adj, _) = strongly_connected(grammar);
+        let (components, adj) = (&calls.components, &calls.callees);
         // The leaves every reference reaches in tail position.
         let mut leaves = vec![true; n];
         for (r, rule) in grammar.rules.iter().enumerate() {
@@ -54,7 +64,7 @@ impl RightLinear {
             });
         }
         loop {
-            let solved = Self::solve(grammar, &components, &adj, &leaves);
+            let solved = Self::solve(grammar, components, adj, &leaves);
             let mut dropped = false;
             for (callees, _) in adj.iter().zip(&solved.entry).filter(|&(_, &e)| e) {
                 for &callee in callees {
@@ -71,7 +81,7 @@ impl RightLinear {
     }
 
     /// The linear rules and entries when the linear leaves are `leaves`; `components`
-    /// and `adj` as [`strongly_connected`] gives them.
+    /// and `adj` as [`CallGraph`] gives them.
     fn solve(
         grammar: &Grammar,
         components: &[Vec<usize>],

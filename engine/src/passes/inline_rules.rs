@@ -188,8 +188,8 @@ pub const STATE_COPY_MAX: usize = 64;
 
 /// For each rule, whether it lies on a cycle of the call graph.
 pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
-    let (sccs, graph, _) = strongly_connected(grammar);
-    on_cycles(&sccs, &graph)
+    let calls = CallGraph::of(grammar);
+    on_cycles(&calls.components, &calls.callees)
 }
 
 /// For each node, whether its component is a cycle (several nodes, or a self-loop).
@@ -206,7 +206,7 @@ fn on_cycles(sccs: &[Vec<usize>], graph: &[Vec<usize>]) -> Vec<bool> {
 
 /// Inlines small non-recursive rules into their callers.
 pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
-    let (sccs, graph, mut refs) = strongly_connected(&grammar);
+    let CallGraph { components: sccs, callees: graph, mut refs } = CallGraph::of(&grammar);
     let recursive = on_cycles(&sccs, &graph);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
     let spliced: Vec<bool> =
@@ -360,11 +360,27 @@ fn substitute(
     }
 }
 
+/// A grammar's call graph: which rules each body refers to, in components.
+pub(crate) struct CallGraph {
+    /// The strongly connected components, callees first.
+    pub(crate) components: Vec<Vec<usize>>,
+    /// Per rule, the rules its body refers to (sorted, each once).
+    pub(crate) callees: Vec<Vec<usize>>,
+    /// Per rule, the references to it (bodies and lookaheads, each counted).
+    pub(crate) refs: Vec<usize>,
+}
+
+impl CallGraph {
+    /// The call graph of `grammar` (one walk of every rule).
+    pub(crate) fn of(grammar: &Grammar) -> CallGraph {
+        let (components, callees, refs) = strongly_connected(grammar);
+        CallGraph { components, callees, refs }
+    }
+}
+
 /// The call graph's strongly connected components, callees first, the graph (through
 /// bodies), and the references to each rule (bodies and lookaheads, each counted).
-pub(crate) fn strongly_connected(
-    grammar: &Grammar,
-) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>) {
+fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>) {
     let mut refs = vec![0usize; grammar.rules.len()];
     let graph: Vec<Vec<usize>> = grammar
         .rules

@@ -13,7 +13,7 @@ mod remove_dead_rules;
 
 pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
-pub(crate) use inline_rules::strongly_connected;
+pub(crate) use inline_rules::CallGraph;
 pub use inline_rules::{
     inline_rules, is_chunk_of_calls, is_counted_run, is_escape, is_spliced, recursive_rules,
     stays_call, COUNTED_RUN_MIN,
