@@ -2,7 +2,11 @@
 //! without it, while walking the valid instances of every Nth MaskBench schema. Any
 //! difference is a bug in the cache; the run exits non-zero after listing them.
 //!
-//! `cargo run --release -p grammask-bench --example cache_check -- DIR EVERY TOKENIZER_JSON`
+//! `cargo run --release -p grammask-bench --example cache_check -- DIR EVERY TOKENIZER_JSON [eager]`
+//!
+//! With `eager`, the default compile is compared with one that builds every automaton in
+//! full at compile time (`lazy_automata` off, both with the cache) instead: automata
+//! built on first entry and state by state against whole tables.
 //!
 //! Both grammars are compiled afresh for each schema (the cached one from an empty cache,
 //! as a generation meets it), and both matchers are fed each instance's real tokens, then
@@ -23,8 +27,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [dir, every, tokenizer] = args.as_slice() else {
-        return Err("usage: cache_check DIR EVERY TOKENIZER_JSON".into());
+    let (dir, every, tokenizer, against) = match args.as_slice() {
+        [dir, every, tokenizer] => (dir, every, tokenizer, None),
+        [dir, every, tokenizer, against] => (dir, every, tokenizer, Some(against.as_str())),
+        _ => return Err("usage: cache_check DIR EVERY TOKENIZER_JSON [eager]".into()),
     };
     let every: usize = every.parse().map_err(|e| format!("EVERY: {e}"))?;
     let vocab = Arc::new(Vocabulary::load(tokenizer).map_err(|e| e.to_string())?);
@@ -32,7 +38,11 @@ fn main() -> Result<(), String> {
     let text_tokenizer = TextTokenizer::load(tokenizer)?;
     let files = list_files(Path::new(dir), None).map_err(|e| format!("{dir}: {e}"))?;
     let options = JsonSchemaOptions::default();
-    let uncached = CompilerConfig { mask_cache: false, ..Default::default() };
+    let uncached = match against {
+        None => CompilerConfig { mask_cache: false, ..Default::default() },
+        Some("eager") => CompilerConfig { lazy_automata: false, ..Default::default() },
+        Some(other) => return Err(format!("unknown comparison {other:?} (known: eager)")),
+    };
     let mask = |m: &Matcher| {
         let mut bits = vec![0u32; bitmask_len(vocab.vocab_size())];
         m.fill_next_token_bitmask(&mut bits).map(|()| bits)
