@@ -53,16 +53,14 @@ impl RightLinear {
     ) -> RightLinear {
         let n = grammar.rules.len();
         let (components, adj) = (&calls.components, &calls.callees);
-        // The leaves every reference reaches in tail position.
-        let mut leaves = vec![true; n];
-        for (r, rule) in grammar.rules.iter().enumerate() {
-            rule.body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
-                if !is_escape_tail(&grammar.rules[callee.index()]) {
-                    leaves[r] = false;
-                }
-                leaves[callee.index()] &= tail;
-            });
-        }
+        // The leaves (rules calling nothing but `\u` tails) every reference reaches in
+        // tail position.
+        let mut leaves: Vec<bool> = (0..n)
+            .map(|r| {
+                calls.only_at_ends[r]
+                    && calls.callees[r].iter().all(|&c| is_escape_tail(&grammar.rules[c]))
+            })
+            .collect();
         loop {
             let solved = Self::solve(grammar, components, adj, &leaves);
             let mut dropped = false;

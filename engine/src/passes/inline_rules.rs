@@ -170,16 +170,11 @@ pub fn stays_call(rule: &Rule) -> bool {
     is_counted_run(rule) || is_escape(rule) || is_chunk_of_calls(rule)
 }
 
-/// Whether `rule` reads as a state of an automaton written one rule per state (a
+/// Whether rule `r` reads as a state of an automaton written one rule per state (a
 /// pattern's complement, its product with a format or a length bound): it refers to
 /// rules, and only where it ends.
-pub fn is_state(rule: &Rule) -> bool {
-    let (mut refers, mut at_end) = (false, true);
-    rule.body.for_each_rule_ref_at_end(true, &mut |_, tail| {
-        refers = true;
-        at_end &= tail;
-    });
-    rule.lookahead.is_none() && refers && at_end
+pub(crate) fn is_state(grammar: &Grammar, calls: &CallGraph, r: usize) -> bool {
+    grammar.rules[r].lookahead.is_none() && !calls.callees[r].is_empty() && calls.ends_only[r]
 }
 
 /// States ([`is_state`]) of more than this weight are not copied where a state ends:
@@ -206,12 +201,14 @@ fn on_cycles(sccs: &[Vec<usize>], graph: &[Vec<usize>]) -> Vec<bool> {
 
 /// Inlines small non-recursive rules into their callers.
 pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
-    let CallGraph { components: sccs, callees: graph, mut refs } = CallGraph::of(&grammar);
+    let calls = CallGraph::of(&grammar);
+    let states: Vec<bool> =
+        (0..grammar.rules.len()).map(|r| is_state(&grammar, &calls, r)).collect();
+    let CallGraph { components: sccs, callees: graph, mut refs, .. } = calls;
     let recursive = on_cycles(&sccs, &graph);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
     let spliced: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
-    let states: Vec<bool> = grammar.rules.iter().map(is_state).collect();
     // The whole grammar may grow to a weight of `inline_max_total` (or stays as large as
     // it is): copies of rules called from many places must not multiply its size.
     let total = sizes.iter().fold(0usize, |sum, &w| sum.saturating_add(w));
@@ -368,36 +365,43 @@ pub(crate) struct CallGraph {
     pub(crate) callees: Vec<Vec<usize>>,
     /// Per rule, the references to it (bodies and lookaheads, each counted).
     pub(crate) refs: Vec<usize>,
+    /// Per rule, whether every reference its body holds is in tail position (nothing of
+    /// the body is read after it: [`Expr::for_each_rule_ref_at_end`]).
+    pub(crate) ends_only: Vec<bool>,
+    /// Per rule, whether every reference to it from a body is in tail position.
+    pub(crate) only_at_ends: Vec<bool>,
 }
 
 impl CallGraph {
     /// The call graph of `grammar` (one walk of every rule).
     pub(crate) fn of(grammar: &Grammar) -> CallGraph {
-        let (components, callees, refs) = strongly_connected(grammar);
-        CallGraph { components, callees, refs }
+        let n = grammar.rules.len();
+        let mut refs = vec![0usize; n];
+        let mut ends_only = vec![true; n];
+        let mut only_at_ends = vec![true; n];
+        let callees: Vec<Vec<usize>> = grammar
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(r, rule)| {
+                let mut out = Vec::new();
+                rule.body.for_each_rule_ref_at_end(true, &mut |callee: RuleId, tail| {
+                    out.push(callee.index());
+                    ends_only[r] &= tail;
+                    only_at_ends[callee.index()] &= tail;
+                });
+                if let Some(la) = &rule.lookahead {
+                    la.for_each_rule_ref(&mut |callee: RuleId| refs[callee.index()] += 1);
+                }
+                out.iter().for_each(|&callee| refs[callee] += 1);
+                out.sort_unstable();
+                out.dedup();
+                out
+            })
+            .collect();
+        let components = grammask_syntax::analysis::strongly_connected(&callees);
+        CallGraph { components, callees, refs, ends_only, only_at_ends }
     }
-}
-
-/// The call graph's strongly connected components, callees first, the graph (through
-/// bodies), and the references to each rule (bodies and lookaheads, each counted).
-fn strongly_connected(grammar: &Grammar) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<usize>) {
-    let mut refs = vec![0usize; grammar.rules.len()];
-    let graph: Vec<Vec<usize>> = grammar
-        .rules
-        .iter()
-        .map(|rule| {
-            let mut out = Vec::new();
-            rule.body.for_each_rule_ref(&mut |r: RuleId| out.push(r.index()));
-            if let Some(la) = &rule.lookahead {
-                la.for_each_rule_ref(&mut |r: RuleId| refs[r.index()] += 1);
-            }
-            out.iter().for_each(|&r| refs[r] += 1);
-            out.sort_unstable();
-            out.dedup();
-            out
-        })
-        .collect();
-    (grammask_syntax::analysis::strongly_connected(&graph), graph, refs)
 }
 
 #[cfg(test)]
@@ -568,16 +572,18 @@ mod tests {
             Expr::seq(vec![Expr::literal("\""), Expr::Rule(states[0]), Expr::literal("\"")]),
         );
         let grammar = b.finish(root).unwrap();
-        assert!(states[..39].iter().all(|s| is_state(&grammar.rules[s.index()])));
+        let calls = CallGraph::of(&grammar);
+        assert!(states[..39].iter().all(|s| is_state(&grammar, &calls, s.index())));
         let g = inline_rules(grammar, &PassConfig::default());
         let total: usize = g.rules.iter().map(|r| r.body.weight()).sum();
         assert!(total < 40 * 2 * STATE_COPY_MAX, "the grammar grew to {total}");
         // The root calls the first states kept (it holds the ones it moved in); the
         // states refer to the others where they end.
         let mut kept = 0;
-        for rule in g.rules.iter().filter(|r| r.name != "root") {
+        let calls = CallGraph::of(&g);
+        for (r, rule) in g.rules.iter().enumerate().filter(|(_, r)| r.name != "root") {
             rule.body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
-                assert!(states.contains(&callee) && tail && is_state(rule));
+                assert!(states.contains(&callee) && tail && is_state(&g, &calls, r));
                 kept += 1;
             });
         }
