@@ -6,7 +6,7 @@
 //!
 //! With `eager`, the default compile is compared with one that builds every automaton in
 //! full at compile time (`lazy_automata` off, both with the cache) instead: automata
-//! built on first entry and state by state against whole tables.
+//! built when a generation first enters their rule against all built up front.
 //!
 //! Both grammars are compiled afresh for each schema (the cached one from an empty cache,
 //! as a generation meets it), and both matchers are fed each instance's real tokens, then
