@@ -26,6 +26,7 @@ use crate::mask_cache::{MaskEntry, ParentMask, PositionMask, TokenList};
 use crate::matcher::{close_into, step_byte_into, Closure};
 use crate::stack::{Position, Stack};
 use grammask_tokenset::{bitmask_len, clear_bit, get_bit, set_bit, Vocabulary};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Sets the bits of the stop tokens.
@@ -225,24 +226,65 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// The closures after each prefix of the text read last, kept so that the next text
-/// (in byte order) reads only the bytes past the prefix it shares with it.
+/// (in byte order) reads only the bytes past the prefix it shares with it; and every
+/// closure met, with the step between them, so that a prefix whose last byte leads to a
+/// closure met before (the characters of a string, read by every token after a quote
+/// alike) is read by a lookup.
 struct Levels {
-    /// `closures[d]`: the closure after the first `d` bytes of the text read last.
-    closures: Vec<Closure>,
+    /// The closures met, each once while the bound allows: the seed first.
+    met: Vec<Closure>,
+    /// The closures met after a byte, by the stacks that byte's steps gave before their
+    /// closure.
+    by_steps: FxHashMap<Vec<Stack>, u32>,
+    /// The closure a byte leads to from a closure met ([`REFUSED`] when no stack reads
+    /// it).
+    next: FxHashMap<(u32, u8), u32>,
+    /// Stacks held by the closures met.
+    met_stacks: usize,
+    /// Stacks the closures met may hold ([`MAX_MET_STACKS`]).
+    bound: usize,
+    /// `path[d]`: the closure after the first `d` bytes of the text read last.
+    path: Vec<u32>,
     /// `ended_by[d]`: whether a closure after at most `d` bytes could return below the
     /// bottom.
     ended_by: Vec<bool>,
-    /// `closures[0..=depth]` hold for the text read last.
+    /// `path[0..=depth]` hold for the text read last.
     depth: usize,
     /// The stacks after one byte, before their closure.
     raw: Vec<Stack>,
 }
 
+/// [`Levels::next`]'s mark of a byte no stack reads.
+const REFUSED: u32 = u32::MAX;
+
+/// Stacks the closures met by one [`Levels`] may hold; past it only those of the text
+/// being read are kept, and the others are met anew.
+const MAX_MET_STACKS: usize = 1 << 16;
+
 impl Levels {
     /// Levels holding only `seed`, the closure before any byte.
     fn new(seed: &Closure) -> Levels {
-        let ended_by = vec![seed.can_end];
-        Levels { closures: vec![seed.clone()], ended_by, depth: 0, raw: Vec::new() }
+        Levels::bounded(seed, MAX_MET_STACKS)
+    }
+
+    /// [`Levels::new`], the closures met holding at most `bound` stacks.
+    fn bounded(seed: &Closure, bound: usize) -> Levels {
+        Levels {
+            bound,
+            met: vec![seed.clone()],
+            by_steps: FxHashMap::default(),
+            next: FxHashMap::default(),
+            met_stacks: seed.configs.len(),
+            path: vec![0],
+            ended_by: vec![seed.can_end],
+            depth: 0,
+            raw: Vec::new(),
+        }
+    }
+
+    /// The closure after `d` bytes of the text read last.
+    fn closure(&self, d: usize) -> &Closure {
+        &self.met[self.path[d] as usize]
     }
 
     /// Reads `bytes`, whose first `shared` bytes are those of the text read last (their
@@ -256,19 +298,62 @@ impl Levels {
     ) -> Result<Option<usize>, MatchError> {
         self.depth = shared.min(self.depth);
         for (d, &b) in bytes.iter().enumerate().skip(self.depth) {
-            step_byte_into(grammar, &self.closures[d].configs, b, &mut self.raw);
-            if self.raw.is_empty() {
+            let from = self.path[d];
+            let to = match self.next.get(&(from, b)) {
+                Some(&to) => to,
+                None => self.step(grammar, d, b)?,
+            };
+            if to == REFUSED {
                 return Ok(Some(d));
             }
-            if self.closures.len() <= d + 1 {
-                self.closures.push(Closure::default());
+            if self.path.len() <= d + 1 {
+                self.path.push(to);
                 self.ended_by.push(false);
+            } else {
+                self.path[d + 1] = to;
             }
-            close_into(grammar, &self.raw, &mut self.closures[d + 1])?;
-            self.ended_by[d + 1] = self.ended_by[d] || self.closures[d + 1].can_end;
+            self.ended_by[d + 1] = self.ended_by[d] || self.met[to as usize].can_end;
             self.depth = d + 1;
         }
         Ok(None)
+    }
+
+    /// The closure byte `b` leads to from the one after `d` bytes, found among those met
+    /// or closed now, and remembered.
+    fn step(&mut self, grammar: &CompiledGrammar, d: usize, b: u8) -> Result<u32, MatchError> {
+        let from = &self.met[self.path[d] as usize];
+        step_byte_into(grammar, &from.configs, b, &mut self.raw);
+        let to = if self.raw.is_empty() {
+            REFUSED
+        } else if let Some(&known) = self.by_steps.get(self.raw.as_slice()) {
+            known
+        } else {
+            let mut closure = Closure::default();
+            close_into(grammar, &self.raw, &mut closure)?;
+            if self.met_stacks + closure.configs.len() > self.bound {
+                self.forget(d);
+            }
+            self.met_stacks += closure.configs.len();
+            self.met.push(closure);
+            let to = (self.met.len() - 1) as u32;
+            self.by_steps.insert(self.raw.clone(), to);
+            to
+        };
+        self.next.insert((self.path[d], b), to);
+        Ok(to)
+    }
+
+    /// Forgets every closure met but those after the first `d` bytes of the text being
+    /// read.
+    fn forget(&mut self, d: usize) {
+        // The same closure may stand at several depths: each keeps a copy.
+        self.met = self.path[..=d].iter().map(|&i| self.met[i as usize].clone()).collect();
+        for (k, i) in self.path[..=d].iter_mut().enumerate() {
+            *i = k as u32;
+        }
+        self.met_stacks = self.met.iter().map(|c| c.configs.len()).sum();
+        self.by_steps.clear();
+        self.next.clear();
     }
 }
 
@@ -357,7 +442,7 @@ pub(crate) fn token_exits(
         // Prefixes read: every byte, or those before the one refused.
         let read = refused.unwrap_or(bytes.len());
         let offsets =
-            (1..=read.min(bytes.len().saturating_sub(1))).filter(|&d| levels.closures[d].can_end);
+            (1..=read.min(bytes.len().saturating_sub(1))).filter(|&d| levels.closure(d).can_end);
         out.push(TokenExits {
             token: p,
             read_whole: refused.is_none() && !bytes.is_empty(),
@@ -413,4 +498,58 @@ pub(crate) fn read_texts(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Compiler;
+    use grammask_tokenset::Vocabulary;
+
+    /// Forgetting the closures met past the bound changes no answer: texts read with
+    /// every closure kept and with almost none give the same refusals, ends and exits.
+    #[test]
+    fn closures_forgotten_past_the_bound_give_the_same_answers() {
+        let src = r#"root ::= "[" ws (item ("," ws item)*)? "]"
+item ::= "\"" [a-z]{0,6} "\"" ws | root ws
+ws ::= [ ]?
+"#;
+        let grammar = grammask_syntax::parse_gbnf(src).unwrap().grammar;
+        let vocab = Vocabulary::from_byte_tokens(vec![b"x".to_vec()], &[], &[], None).unwrap();
+        let compiled = Compiler::new(&vocab).compile_grammar(&grammar).unwrap();
+        let mut seed = Closure::default();
+        close_into(&compiled, std::slice::from_ref(&compiled.initial), &mut seed).unwrap();
+        let mut texts: Vec<&[u8]> = vec![
+            b"[",
+            b"[\"",
+            b"[\"ab",
+            b"[\"abcdefg",
+            b"[\"a\",",
+            b"[\"a\", [",
+            b"[[[[",
+            b"[[]",
+            b"[[] ]",
+            b"[\"\"]",
+            b"]",
+            b"[ \"zz\" ,\"y\"]",
+        ];
+        texts.sort();
+        let mut kept = Levels::new(&seed);
+        let mut forgetting = Levels::bounded(&seed, 2);
+        let mut previous: &[u8] = &[];
+        for &text in &texts {
+            let shared = common_prefix_len(previous, text);
+            previous = text;
+            let a = kept.read(&compiled, text, shared).unwrap();
+            let b = forgetting.read(&compiled, text, shared).unwrap();
+            assert_eq!(a, b, "{:?}", String::from_utf8_lossy(text));
+            let read = a.unwrap_or(text.len());
+            for d in 0..=read {
+                assert_eq!(kept.closure(d).configs, forgetting.closure(d).configs);
+                assert_eq!(kept.closure(d).can_end, forgetting.closure(d).can_end);
+                assert_eq!(kept.ended_by[d], forgetting.ended_by[d]);
+            }
+        }
+        assert!(forgetting.met.len() < kept.met.len(), "the bound made it forget");
+    }
 }
