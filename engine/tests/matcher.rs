@@ -1168,6 +1168,52 @@ fn diverting_characters_give_the_same_masks() {
     }
 }
 
+/// A URI's scheme reads letters only (too many refused characters for the slices by
+/// length), and its host a loop that a `%` (hex digits next) and a `[` (an IPv6 address)
+/// leave: both take the slices of their kept characters and walk the tokens holding a
+/// diverting one, with the masks of the plain walk.
+#[test]
+fn formats_of_ascii_alphabets_take_the_slices_of_their_kept_characters() {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for t in [
+        "{", "}", "{\"", "\":\"", "\"}", "\"", "https", "http", "s", ":", "://", "//", "/",
+        "example", ".", ".com", "com", "/image", ".png", "a", "ab", "9", "a9", "a:b", "%", "%20",
+        "20", "[", "]", "[::1]", "::", "@", "user@", "a b", " ", "\\u0041", "é", "-", "_", "~",
+        "!", "?", "?q=1", "#", "#x", "h1", "x-y", "a.b", "1.2.3.4",
+    ] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let v = with_stop_token(tokens);
+    let schema = r#"{"type": "object", "properties": {"u": {"type": "string", "format": "uri"}},
+        "required": ["u"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"u\":\"").unwrap();
+    let allowed: Vec<String> =
+        fired(&[Path::Diverted], || mask_of(&m)).into_iter().map(text).collect();
+    for t in ["https", "http", "s", "a", "ab", "a9", "h1", "x-y", "a.b", "example", "com"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["9", ":", "://", "/", ".", "%20", "[", "a b", "é", "-", "\""] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    m.accept_string("https://").unwrap();
+    let allowed: Vec<String> =
+        fired(&[Path::Diverted], || mask_of(&m)).into_iter().map(text).collect();
+    for t in ["example", ".com", "a:b", "%20", "[::1]", "user@", "1.2.3.4", "\"", "/image"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["%", "["] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["a b", "é", "]"] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    masked_walks_agree(&grammars, 0x3C6E_F372_FE94_F82B, 80, 30, || {});
+}
+
 /// A string whose `maxLength` is in the thousands is read in chunks of characters, one
 /// call after another. Near a chunk's end, the runs of string characters longer than
 /// what is left leave it whole, and the caller reads them on (through the next chunk's

@@ -22,8 +22,8 @@
 use super::counters::{self, Path};
 use super::entry::{ParentMask, PositionMask, TokenList};
 use super::runs::{
-    depth_with_calls, diverted, reads_on, run_layers, safe_depth, safe_loop_state, Excluded,
-    RuleView, SafeDepth,
+    depth_with_calls, diverted, reads_on, run_layers, safe_depth, safe_loop_state, Diverted,
+    Excluded, RuleView, SafeDepth,
 };
 use super::slicing::{KeyRange, Part, Slicing, Tails, Trie, EXACT, RUN_LAYERS};
 use super::MaskCache;
@@ -625,6 +625,14 @@ impl SlicePlan {
     ) -> Option<SlicePlan> {
         let dfa = view.dfa;
         let Some(excluded) = Excluded::at(dfa, state) else {
+            // Too many refused characters for the slices by length; a loop of a format's
+            // ASCII alphabet may still take the slices of its kept characters.
+            if let Some(d) = Excluded::ascii_only_at(dfa, state)
+                .and_then(|e| diverted(dfa, view.exits, state, &e))
+            {
+                let slicing = slicing();
+                return Some(SlicePlan::diverted(slicing, sorted, d));
+            }
             return SlicePlan::through_calls(view, state, slicing, safe_memo);
         };
         let slicing = slicing();
@@ -647,9 +655,7 @@ impl SlicePlan {
             // is read, the slices fall short because of a bounded length: a chain of
             // states, no such closure.)
             if let Some(d) = diverted(dfa, view.exits, state, &excluded) {
-                let (union, kept) = slicing.union_without(EXACT + 1, &d.excluded);
-                let rest = RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting) };
-                return Some(SlicePlan { slicing, covered: EXACT + 1, union, kept, rest });
+                return Some(SlicePlan::diverted(slicing, sorted, d));
             }
         }
         if covered == 0 {
@@ -665,6 +671,14 @@ impl SlicePlan {
             layers => RestWalk::Bounded { depth, layers },
         };
         Some(SlicePlan { slicing, covered, union, kept, rest })
+    }
+
+    /// The plan of a [`Diverted`] split: every slice is taken without its excluded
+    /// characters, and the tokens holding a diverting one are walked.
+    fn diverted(slicing: Arc<Slicing>, sorted: &SortedVocab, d: Diverted) -> SlicePlan {
+        let (union, kept) = slicing.union_without(EXACT + 1, &d.excluded);
+        let rest = RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting) };
+        SlicePlan { slicing, covered: EXACT + 1, union, kept, rest }
     }
 
     /// The plan for `state` of `view`'s rule when it reads safe characters only through

@@ -43,6 +43,24 @@ pub(crate) struct Excluded {
 }
 
 impl Excluded {
+    /// The safe characters `state` refuses when it reads ASCII only, and at least
+    /// [`MIN_READ_FOR_DIVERTING`] safe ones (a format's or a pattern's alphabet past
+    /// [`MAX_EXCLUDED`] refused ones: a URI's scheme, an e-mail's local part): what a
+    /// [`Diverted`] split starts from where [`Excluded::at`] gives up.
+    pub(crate) fn ascii_only_at(dfa: &Dfa, state: StateId) -> Option<Excluded> {
+        if NON_ASCII_LEADS.clone().any(|b| dfa.next(state, b).is_some()) {
+            return None;
+        }
+        let refused = safe_ascii().filter(|&b| dfa.next(state, b).is_none());
+        let ascii = refused.fold(0u128, |m, b| m | 1 << b);
+        let read = SAFE_ASCII_COUNT - ascii.count_ones() as usize;
+        (read >= MIN_READ_FOR_DIVERTING).then_some(Excluded {
+            ascii,
+            non_ascii: true,
+            others: Vec::new(),
+        })
+    }
+
     /// Whether no safe character is excluded.
     pub(crate) fn is_empty(&self) -> bool {
         self.ascii == 0 && !self.non_ascii && self.others.is_empty()
@@ -372,15 +390,24 @@ pub(crate) struct Diverted {
 }
 
 /// States of a [`Diverted`] closure at most.
-const MAX_DIVERT_STATES: usize = 16;
+const MAX_DIVERT_STATES: usize = 64;
+/// Transitions one search for a [`Diverted`] split may look up, at most.
+const MAX_DIVERT_STEPS: usize = 1 << 16;
+/// The safe ASCII characters ([`safe_ascii`]): printable, but `"` and `\\`.
+const SAFE_ASCII_COUNT: usize = 93;
+/// Safe characters a position past [`MAX_EXCLUDED`] refused ones must read for a
+/// [`Diverted`] split to be sought (positions between a JSON document's values read a
+/// handful).
+const MIN_READ_FOR_DIVERTING: usize = 16;
 /// Diverting characters at most (their tokens are walked).
-const MAX_DIVERTING: u32 = 16;
+const MAX_DIVERTING: u32 = 32;
 
 /// The [`Diverted`] split at `state`, which refuses `excluded`: the kept characters
 /// start as those `state` reads (the characters of more than one byte all or none); while
-/// a state of their closure refuses some of the kept ASCII ones, the characters that lead
-/// into that state are no longer kept. `None` when the closure grows past
-/// [`MAX_DIVERT_STATES`] states, a state of it is open ([`is_open`]), refuses a kept
+/// a state of their closure refuses some of the kept ASCII ones, either the characters
+/// that lead into that state or those it refuses are no longer kept, the fewer. `None`
+/// when the closure grows past [`MAX_DIVERT_STATES`] states or the search past
+/// [`MAX_DIVERT_STEPS`] lookups, a state of it is open ([`is_open`]), refuses a kept
 /// character of more than one byte or reads one that is not kept, or more than
 /// [`MAX_DIVERTING`] characters divert (or none: the safe depth then covers the position
 /// already).
@@ -398,13 +425,30 @@ pub(crate) fn diverted(
     };
     let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
     let mut kept = reads(state);
+    let mut steps = MAX_DIVERT_STEPS;
     // Each round but the last keeps fewer characters, which then divert.
-    for _ in 0..=MAX_DIVERTING {
-        // The closure of `state` by the kept characters.
+    'round: for _ in 0..=MAX_DIVERTING {
+        // The closure of `state` by the kept characters, met in breadth-first order.
         let mut closure = vec![state];
         let mut i = 0;
         while let Some(&s) = closure.get(i) {
             i += 1;
+            steps = steps.checked_sub(2 * SAFE_ASCII_COUNT)?;
+            let refused = kept & !reads(s);
+            if refused != 0 {
+                // A state that refuses a kept character: either the characters that
+                // lead into it or those it refuses are no longer kept, the fewer (a `%`
+                // before hex digits goes, not every other character; a `[` that letters
+                // lead away from goes, not the letters).
+                let into = safe_ascii()
+                    .filter(|&b| {
+                        kept >> b & 1 != 0
+                            && closure[..i].iter().any(|&q| dfa.next(q, b) == Some(s))
+                    })
+                    .fold(0u128, |m, b| m | 1 << b);
+                kept &= !if into.count_ones() <= refused.count_ones() { into } else { refused };
+                continue 'round;
+            }
             let mut next: StateSet = StateSet::new();
             for b in safe_ascii().filter(|&b| kept >> b & 1 != 0) {
                 next.extend(dfa.next(s, b));
@@ -430,30 +474,20 @@ pub(crate) fn diverted(
                 }
             }
         }
-        // A state that refuses a kept character: its way in is no longer kept.
-        let short = closure.iter().copied().find(|&s| kept & !reads(s) != 0);
-        let Some(short) = short else {
-            if closure.iter().any(|&s| is_open(exits, s)) {
-                return None;
-            }
-            let read = closure.iter().fold(0, |m, &s| m | reads(s));
-            let diverting = read & !kept;
-            let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
-            return (diverting != 0 && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
-                excluded: Excluded {
-                    ascii: safe & !kept,
-                    non_ascii: excluded.non_ascii,
-                    others: Vec::new(),
-                },
-                diverting,
-            });
-        };
-        let into = safe_ascii()
-            .filter(|&b| {
-                closure.iter().any(|&s| kept >> b & 1 != 0 && dfa.next(s, b) == Some(short))
-            })
-            .fold(0u128, |m, b| m | 1 << b);
-        kept &= !into;
+        if closure.iter().any(|&s| is_open(exits, s)) {
+            return None;
+        }
+        let read = closure.iter().fold(0, |m, &s| m | reads(s));
+        let diverting = read & !kept;
+        let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
+        return (diverting != 0 && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
+            excluded: Excluded {
+                ascii: safe & !kept,
+                non_ascii: excluded.non_ascii,
+                others: Vec::new(),
+            },
+            diverting,
+        });
     }
     None
 }
