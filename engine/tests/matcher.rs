@@ -1183,6 +1183,14 @@ fn formats_of_ascii_alphabets_take_the_slices_of_their_kept_characters() {
     ] {
         tokens.push(t.as_bytes().to_vec());
     }
+    // Words, so that taking the slices is worth its walk of the tokens holding a
+    // diverting character.
+    for x in b'a'..=b'z' {
+        for y in b'a'..=b'z' {
+            tokens.push(vec![x, y]);
+            tokens.push(vec![x, y, b'e', b's']);
+        }
+    }
     let v = with_stop_token(tokens);
     let schema = r#"{"type": "object", "properties": {"u": {"type": "string", "format": "uri"}},
         "required": ["u"], "additionalProperties": false}"#;
@@ -1212,6 +1220,23 @@ fn formats_of_ascii_alphabets_take_the_slices_of_their_kept_characters() {
         assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
     masked_walks_agree(&grammars, 0x3C6E_F372_FE94_F82B, 80, 30, || {});
+
+    // A pattern's alphabet with a few characters of more than one byte: the tokens
+    // holding one are walked, those of its ASCII characters taken whole.
+    let schema = r#"{"type": "object", "properties": {"u": {"type": "string",
+        "pattern": "^[\\w ñé“”,.]+$"}}, "required": ["u"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"u\":\"").unwrap();
+    let allowed: Vec<String> =
+        fired(&[Path::Diverted], || mask_of(&m)).into_iter().map(text).collect();
+    for t in ["example", "a b", "é", "a.b", "h1", "_", ".com"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["-", "x-y", "%20", "[", "/", "?"] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    masked_walks_agree(&grammars, 0x1F83_D9AB_FB41_BD6B, 80, 30, || {});
 }
 
 /// A string whose `maxLength` is in the thousands is read in chunks of characters, one

@@ -586,6 +586,11 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// How many times the tokens a [`RestWalk::Diverted`] plan walks must be fewer than
+/// those the plain walk would, for a position whose alphabet [`Excluded::at`] does not
+/// take.
+const DIVERTED_WALK_COST: usize = 3;
+
 /// How a position inside a string takes the vocabulary's slices.
 struct SlicePlan {
     slicing: Arc<Slicing>,
@@ -626,12 +631,24 @@ impl SlicePlan {
         let dfa = view.dfa;
         let Some(excluded) = Excluded::at(dfa, state) else {
             // Too many refused characters for the slices by length; a loop of a format's
-            // ASCII alphabet may still take the slices of its kept characters.
-            if let Some(d) = Excluded::ascii_only_at(dfa, state)
-                .and_then(|e| diverted(dfa, view.exits, state, &e))
+            // or a pattern's alphabet may still take the slices of its kept characters.
+            // It must walk fewer tokens than the walk of the tokens starting with a byte
+            // the position reads, by a margin (a list walks each token alone, a trie its
+            // shared prefixes once): not a number's digits, whose diverting `e`, `,` and
+            // space most tokens hold.
+            let alphabet = Excluded::alphabet_at(dfa, state);
+            if let Some(d) =
+                alphabet.and_then(|(e, non_ascii)| diverted(dfa, view.exits, state, &e, non_ascii))
             {
                 let slicing = slicing();
-                return Some(SlicePlan::diverted(slicing, sorted, d));
+                let walked = slicing.remaining(EXACT + 1).map(Trie::count).sum::<usize>()
+                    + slicing.holding_count(d.diverting, d.non_ascii);
+                let starting: usize =
+                    first_byte_ranges(dfa, state, sorted).iter().map(|r| r.len()).sum();
+                if walked * DIVERTED_WALK_COST < starting {
+                    return Some(SlicePlan::diverted(slicing, sorted, d));
+                }
+                return SlicePlan::through_calls(view, state, || slicing, safe_memo);
             }
             return SlicePlan::through_calls(view, state, slicing, safe_memo);
         };
@@ -654,7 +671,10 @@ impl SlicePlan {
             // and walks the tokens holding a diverting one. (Where every safe character
             // is read, the slices fall short because of a bounded length: a chain of
             // states, no such closure.)
-            if let Some(d) = diverted(dfa, view.exits, state, &excluded) {
+            // (Where nothing diverts, the slices by length serve as well, with their
+            // shortcuts for the rest.)
+            let d = diverted(dfa, view.exits, state, &excluded, false);
+            if let Some(d) = d.filter(|d| d.diverting != 0) {
                 return Some(SlicePlan::diverted(slicing, sorted, d));
             }
         }
@@ -677,7 +697,8 @@ impl SlicePlan {
     /// characters, and the tokens holding a diverting one are walked.
     fn diverted(slicing: Arc<Slicing>, sorted: &SortedVocab, d: Diverted) -> SlicePlan {
         let (union, kept) = slicing.union_without(EXACT + 1, &d.excluded);
-        let rest = RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting) };
+        let rest =
+            RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting, d.non_ascii) };
         SlicePlan { slicing, covered: EXACT + 1, union, kept, rest }
     }
 

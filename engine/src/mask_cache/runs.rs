@@ -43,22 +43,19 @@ pub(crate) struct Excluded {
 }
 
 impl Excluded {
-    /// The safe characters `state` refuses when it reads ASCII only, and at least
+    /// The safe ASCII characters `state` refuses, when it reads at least
     /// [`MIN_READ_FOR_DIVERTING`] safe ones (a format's or a pattern's alphabet past
-    /// [`MAX_EXCLUDED`] refused ones: a URI's scheme, an e-mail's local part): what a
-    /// [`Diverted`] split starts from where [`Excluded::at`] gives up.
-    pub(crate) fn ascii_only_at(dfa: &Dfa, state: StateId) -> Option<Excluded> {
-        if NON_ASCII_LEADS.clone().any(|b| dfa.next(state, b).is_some()) {
-            return None;
-        }
+    /// [`MAX_EXCLUDED`] refused ones: a URI's scheme, an e-mail's local part), with every
+    /// character of more than one byte: what a [`Diverted`] split starts from where
+    /// [`Excluded::at`] gives up. With `true` when `state` reads some characters of more
+    /// than one byte: the split then walks every token that holds one.
+    pub(crate) fn alphabet_at(dfa: &Dfa, state: StateId) -> Option<(Excluded, bool)> {
+        let reads_non_ascii = NON_ASCII_LEADS.clone().any(|b| dfa.next(state, b).is_some());
         let refused = safe_ascii().filter(|&b| dfa.next(state, b).is_none());
         let ascii = refused.fold(0u128, |m, b| m | 1 << b);
         let read = SAFE_ASCII_COUNT - ascii.count_ones() as usize;
-        (read >= MIN_READ_FOR_DIVERTING).then_some(Excluded {
-            ascii,
-            non_ascii: true,
-            others: Vec::new(),
-        })
+        (read >= MIN_READ_FOR_DIVERTING)
+            .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, reads_non_ascii))
     }
 
     /// Whether no safe character is excluded.
@@ -387,12 +384,15 @@ pub(crate) struct Diverted {
     pub(crate) excluded: Excluded,
     /// The diverting characters (ASCII), bit `b` for character `b`.
     pub(crate) diverting: u128,
+    /// Whether every character of more than one byte diverts too (a position that reads
+    /// a few of them: `ñ`, `“`).
+    pub(crate) non_ascii: bool,
 }
 
 /// States of a [`Diverted`] closure at most.
 const MAX_DIVERT_STATES: usize = 64;
 /// Transitions one search for a [`Diverted`] split may look up, at most.
-const MAX_DIVERT_STEPS: usize = 1 << 16;
+const MAX_DIVERT_STEPS: usize = 1 << 14;
 /// The safe ASCII characters ([`safe_ascii`]): printable, but `"` and `\\`.
 const SAFE_ASCII_COUNT: usize = 93;
 /// Safe characters a position past [`MAX_EXCLUDED`] refused ones must read for a
@@ -409,13 +409,14 @@ const MAX_DIVERTING: u32 = 32;
 /// when the closure grows past [`MAX_DIVERT_STATES`] states or the search past
 /// [`MAX_DIVERT_STEPS`] lookups, a state of it is open ([`is_open`]), refuses a kept
 /// character of more than one byte or reads one that is not kept, or more than
-/// [`MAX_DIVERTING`] characters divert (or none: the safe depth then covers the position
-/// already).
+/// [`MAX_DIVERTING`] characters divert, or more than are kept. With `non_ascii_diverts`, the characters of more
+/// than one byte are neither kept nor followed: every token holding one is walked.
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
     state: StateId,
     excluded: &Excluded,
+    non_ascii_diverts: bool,
 ) -> Option<Diverted> {
     if !excluded.others.is_empty() {
         return None;
@@ -453,7 +454,9 @@ pub(crate) fn diverted(
             for b in safe_ascii().filter(|&b| kept >> b & 1 != 0) {
                 next.extend(dfa.next(s, b));
             }
-            if excluded.non_ascii {
+            if non_ascii_diverts {
+                // Every token holding a character of more than one byte is walked.
+            } else if excluded.non_ascii {
                 if NON_ASCII_LEADS.clone().any(|b| dfa.next(s, b).is_some()) {
                     return None;
                 }
@@ -480,13 +483,16 @@ pub(crate) fn diverted(
         let read = closure.iter().fold(0, |m, &s| m | reads(s));
         let diverting = read & !kept;
         let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
-        return (diverting != 0 && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
+        // A split that keeps fewer characters than divert walks more than it takes.
+        let worth = kept.count_ones() >= diverting.count_ones().max(1);
+        return (worth && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
             excluded: Excluded {
                 ascii: safe & !kept,
-                non_ascii: excluded.non_ascii,
+                non_ascii: excluded.non_ascii || non_ascii_diverts,
                 others: Vec::new(),
             },
             diverting,
+            non_ascii: non_ascii_diverts,
         });
     }
     None

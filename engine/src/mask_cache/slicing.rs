@@ -482,9 +482,14 @@ pub(crate) struct Slicing {
     /// character, by `(m, excluded)`: at most [`MAX_EXCLUDED_UNIONS`].
     excluded_unions: Mutex<ExcludedUnions>,
     /// The sorted-vocabulary positions of the tokens of the slices that hold one of some
-    /// ASCII characters, by their bit set ([`Diverted`]): at most [`MAX_EXCLUDED_UNIONS`].
-    holding: Mutex<HashMap<u128, Arc<Vec<SortedPos>>>>,
+    /// ASCII characters, by their bit set, or a character of more than one byte
+    /// ([`Diverted`]): at most [`MAX_EXCLUDED_UNIONS`].
+    holding: Mutex<HoldingLists>,
 }
+
+/// The lists of [`Slicing::holding`], by the ASCII characters (bit set) and whether a
+/// character of more than one byte counts.
+type HoldingLists = HashMap<(u128, bool), Arc<Vec<SortedPos>>>;
 
 /// Bitmasks of the first `m` slices without excluded characters, by `(m, excluded)`.
 type ExcludedUnions = HashMap<(usize, Excluded), Arc<Vec<u32>>>;
@@ -576,29 +581,51 @@ impl Slicing {
     }
 
     /// The sorted-vocabulary positions (ascending) of the tokens of the slices that hold
-    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`), kept while
-    /// the slicing keeps fewer than [`MAX_EXCLUDED_UNIONS`] such lists.
-    pub(crate) fn holding(&self, sorted: &SortedVocab, chars: u128) -> Arc<Vec<SortedPos>> {
+    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`), or with
+    /// `non_ascii` a character of more than one byte, kept while the slicing keeps fewer
+    /// than [`MAX_EXCLUDED_UNIONS`] such lists.
+    pub(crate) fn holding(
+        &self,
+        sorted: &SortedVocab,
+        chars: u128,
+        non_ascii: bool,
+    ) -> Arc<Vec<SortedPos>> {
         // The map only ever gains complete entries: a poisoned lock is used as is.
         let mut lists = self.holding.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(list) = lists.get(&chars) {
+        if let Some(list) = lists.get(&(chars, non_ascii)) {
             return list.clone();
         }
-        let words = self.contains_non_ascii.len();
-        let mut bits = vec![0u32; words];
-        for b in safe_ascii().filter(|&b| chars >> b & 1 != 0) {
-            for (w, &c) in bits.iter_mut().zip(&self.contains[b as usize]) {
-                *w |= c;
-            }
-        }
+        let bits = self.holding_bits(chars, non_ascii);
         let list: Vec<SortedPos> = SortedPos::range(0, sorted.len())
             .filter(|&p| get_bit(&bits, sorted.token_id(p.index())))
             .collect();
         let list = Arc::new(list);
         if lists.len() < MAX_EXCLUDED_UNIONS {
-            lists.insert(chars, list.clone());
+            lists.insert((chars, non_ascii), list.clone());
         }
         list
+    }
+
+    /// How many tokens [`Slicing::holding`] lists for `chars` and `non_ascii`, counted
+    /// without listing them.
+    pub(crate) fn holding_count(&self, chars: u128, non_ascii: bool) -> usize {
+        let bits = self.holding_bits(chars, non_ascii);
+        bits.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The bitmask of the tokens of the slices that hold one of `chars`, or with
+    /// `non_ascii` a character of more than one byte.
+    fn holding_bits(&self, chars: u128, non_ascii: bool) -> Vec<u32> {
+        let mut bits = match non_ascii {
+            true => self.contains_non_ascii.clone(),
+            false => vec![0u32; self.contains_non_ascii.len()],
+        };
+        for b in safe_ascii().filter(|&b| chars >> b & 1 != 0) {
+            for (w, &c) in bits.iter_mut().zip(&self.contains[b as usize]) {
+                *w |= c;
+            }
+        }
+        bits
     }
 
     /// The safe depth past which [`safe_depth`] need not look.
