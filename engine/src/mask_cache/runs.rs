@@ -53,7 +53,7 @@ impl Excluded {
         let reads_non_ascii = NON_ASCII_LEADS.clone().any(|b| dfa.next(state, b).is_some());
         let refused = safe_ascii().filter(|&b| dfa.next(state, b).is_none());
         let ascii = refused.fold(0u128, |m, b| m | 1 << b);
-        let read = SAFE_ASCII_COUNT - ascii.count_ones() as usize;
+        let read = safe_ascii().count() - ascii.count_ones() as usize;
         (read >= MIN_READ_FOR_DIVERTING)
             .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, reads_non_ascii))
     }
@@ -393,8 +393,6 @@ pub(crate) struct Diverted {
 const MAX_DIVERT_STATES: usize = 64;
 /// Transitions one search for a [`Diverted`] split may look up, at most.
 const MAX_DIVERT_STEPS: usize = 1 << 14;
-/// The safe ASCII characters ([`safe_ascii`]): printable, but `"` and `\\`.
-const SAFE_ASCII_COUNT: usize = 93;
 /// Safe characters a position past [`MAX_EXCLUDED`] refused ones must read for a
 /// [`Diverted`] split to be sought (positions between a JSON document's values read a
 /// handful).
@@ -409,8 +407,9 @@ const MAX_DIVERTING: u32 = 32;
 /// when the closure grows past [`MAX_DIVERT_STATES`] states or the search past
 /// [`MAX_DIVERT_STEPS`] lookups, a state of it is open ([`is_open`]), refuses a kept
 /// character of more than one byte or reads one that is not kept, or more than
-/// [`MAX_DIVERTING`] characters divert, or more than are kept. With `non_ascii_diverts`, the characters of more
-/// than one byte are neither kept nor followed: every token holding one is walked.
+/// [`MAX_DIVERTING`] characters divert, or more than are kept. With `non_ascii_diverts`,
+/// the characters of more than one byte are neither kept nor followed: every token
+/// holding one is walked.
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
@@ -426,6 +425,8 @@ pub(crate) fn diverted(
     };
     let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
     let mut kept = reads(state);
+    // Each state met costs a lookup per safe character, twice.
+    let per_state = 2 * safe_ascii().count();
     let mut steps = MAX_DIVERT_STEPS;
     // Each round but the last keeps fewer characters, which then divert.
     'round: for _ in 0..=MAX_DIVERTING {
@@ -434,7 +435,7 @@ pub(crate) fn diverted(
         let mut i = 0;
         while let Some(&s) = closure.get(i) {
             i += 1;
-            steps = steps.checked_sub(2 * SAFE_ASCII_COUNT)?;
+            steps = steps.checked_sub(per_state)?;
             let refused = kept & !reads(s);
             if refused != 0 {
                 // A state that refuses a kept character: either the characters that

@@ -616,9 +616,10 @@ impl Slicing {
     /// The bitmask of the tokens of the slices that hold one of `chars`, or with
     /// `non_ascii` a character of more than one byte.
     fn holding_bits(&self, chars: u128, non_ascii: bool) -> Vec<u32> {
-        let mut bits = match non_ascii {
-            true => self.contains_non_ascii.clone(),
-            false => vec![0u32; self.contains_non_ascii.len()],
+        let mut bits = if non_ascii {
+            self.contains_non_ascii.clone()
+        } else {
+            vec![0u32; self.contains_non_ascii.len()]
         };
         for b in safe_ascii().filter(|&b| chars >> b & 1 != 0) {
             for (w, &c) in bits.iter_mut().zip(&self.contains[b as usize]) {
