@@ -59,6 +59,8 @@ pub struct SortedVocab {
     /// position after `i` whose token does not start with `bytes(i)[..d]`, so a walk
     /// skips a refused prefix in one lookup.
     prefix_end: Vec<u32>,
+    /// The length of the longest token, in bytes.
+    longest: usize,
 }
 
 impl SortedVocab {
@@ -83,7 +85,8 @@ impl SortedVocab {
         }
         starts.push(data.len() as u32);
         let prefix_end = prefix_ends(&starts, &lcp);
-        SortedVocab { ids, starts, data, lcp, prefix_end }
+        let longest = tokens.iter().map(|t| t.1.len()).max().unwrap_or(0);
+        SortedVocab { ids, starts, data, lcp, prefix_end, longest }
     }
 
     /// The number of tokens.
@@ -114,6 +117,12 @@ impl SortedVocab {
     #[inline]
     pub fn bytes(&self, pos: usize) -> &[u8] {
         &self.data[self.starts[pos] as usize..self.starts[pos + 1] as usize]
+    }
+
+    /// The length in bytes of the longest token (0 when there are none).
+    #[inline]
+    pub fn longest(&self) -> usize {
+        self.longest
     }
 
     /// The length of the common prefix of the tokens at `pos - 1` and `pos` (0 for
@@ -237,6 +246,8 @@ mod tests {
         assert_eq!(sorted, vec![&b"a"[..], b"ab", b"ab", b"abc", b"ac", b"b"]);
         assert_eq!(s.ids(), &[2, 1, 5, 3, 4, 0]);
         assert_eq!(s.lcps(), &[0, 1, 2, 2, 1, 0]);
+        assert_eq!(s.longest(), 3);
+        assert_eq!(build(&[]).longest(), 0);
         let ends: Vec<usize> = (0..s.len()).map(|i| s.subtree_end(i)).collect();
         assert_eq!(ends, vec![5, 4, 4, 4, 5, 6]);
         assert_eq!(s.next_without_prefix(1, 1), 5);

@@ -98,9 +98,6 @@ pub(crate) struct MaskCache {
     /// ([`equivalent::shortest_texts`]), computed when return positions are first
     /// compared.
     shortest: OnceLock<Vec<u32>>,
-    /// The byte length of the vocabulary's longest token: how far return positions are
-    /// compared.
-    longest_token: OnceLock<u16>,
     /// Heap bytes of the stored entries, at most `max_bytes`.
     bytes: AtomicUsize,
     /// Heap bytes of the rules' slots and analyses made so far.
@@ -184,7 +181,6 @@ impl MaskCache {
             met_once: Mutex::new(HashSet::new()),
             rests: Mutex::new(HashMap::new()),
             shortest: OnceLock::new(),
-            longest_token: OnceLock::new(),
             bytes: AtomicUsize::new(0),
             fixed: AtomicUsize::new(0),
             max_bytes,
@@ -440,11 +436,8 @@ impl MaskCache {
     fn representative(&self, grammar: &CompiledGrammar, position: Position) -> Position {
         let slots = self.slots(grammar, position.rule);
         let dfa = grammar.automata.dfa(&grammar.grammar, position.rule);
-        let depth = *self.longest_token.get_or_init(|| {
-            let sorted = grammar.vocab.sorted();
-            let longest = (0..sorted.len()).map(|i| sorted.bytes(i).len()).max().unwrap_or(0);
-            u16::try_from(longest).unwrap_or(u16::MAX)
-        });
+        // How far return positions are compared: the vocabulary's longest token.
+        let depth = u16::try_from(grammar.vocab.sorted().longest()).unwrap_or(u16::MAX);
         let shortest = self
             .shortest
             .get_or_init(|| equivalent::shortest_texts(&grammar.grammar, u32::from(depth) + 1));
