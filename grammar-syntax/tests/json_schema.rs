@@ -326,6 +326,43 @@ fn free_keys_are_exactly_the_unlisted_ones() {
     }
 }
 
+/// The escapes of the characters no listed name uses are one rule, which the free keys
+/// of every object call (engines keep a rule of escapes a call rather than copying it),
+/// and a free key may still start with or hold any of them.
+#[test]
+fn free_keys_of_objects_call_one_rule_of_escapes() {
+    let schema = json!({
+        "properties": {
+            "ab": {
+                "properties": {"cd": {"const": 1}},
+                "additionalProperties": {"const": 2}
+            }
+        },
+        "additionalProperties": {"const": 3}
+    });
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let rules = &c.grammar.rules;
+    let escapes: Vec<usize> =
+        (0..rules.len()).filter(|&r| rules[r].name.starts_with("json-escape-foreign")).collect();
+    assert_eq!(escapes.len(), 1, "{rules:?}");
+    let callers = rules.iter().filter(|rule| {
+        let mut calls = false;
+        rule.body.for_each_rule_ref(&mut |r| calls |= r.index() == escapes[0]);
+        calls
+    });
+    assert_eq!(callers.count(), 2, "{rules:?}");
+    let m = ReferenceMatcher::new(&c.grammar);
+    for (text, ok) in [
+        (r#"{"ab": {"cd": 1, "\u00fc": 2, "\n": 2, "c\td": 2}, "\t": 3, "a\u00fcb": 3}"#, true),
+        (r#"{"ab": {"\ud83d\ude00": 2}, "a\"": 3}"#, true),
+        (r#"{"ab": {"\u00fc": 3}}"#, false),
+        (r#"{"ab": {}, "\u00fc": 2}"#, false),
+        (r#"{"ab": {"cd": 2}}"#, false),
+    ] {
+        assert_eq!(m.matches(text), ok, "{text}");
+    }
+}
+
 /// The additional members after the listed ones are written once, whichever listed
 /// member comes first (the key complement is hundreds of nodes, and every copy is
 /// inlined and determinized again), and the object reads the same: listed members in

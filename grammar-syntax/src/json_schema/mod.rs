@@ -329,6 +329,7 @@ pub fn json_schema_to_grammar(
         built: 0,
         memo: HashMap::new(),
         combinations: HashMap::new(),
+        escape_rules: HashMap::new(),
     };
     let root = conv.b.declare("root");
     let result = conv.run(root);
@@ -473,6 +474,8 @@ pub(crate) struct Converter<'a> {
     /// String contents built from automata ([`Converter::combination`]), by their
     /// expressions and which combinations of them they accept.
     combinations: HashMap<(Vec<Expr>, Vec<bool>), Option<Expr>>,
+    /// Rules of escapes read through a call ([`Converter::escape_rule`]), by their bodies.
+    escape_rules: HashMap<Expr, RuleId>,
 }
 
 /// A merged subschema, built once.

@@ -102,12 +102,29 @@ fn value_type(v: &Value) -> u8 {
     }
 }
 
-/// A JSON string whose decoded value is none of `names` (written canonically);
-/// `any_char` is one character of a JSON string in any form.
-fn string_excluding(names: &[&str], any_char: Expr) -> Expr {
-    let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
-    let refs: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
-    quoted(excluding(&refs, any_char))
+impl Converter<'_> {
+    /// A JSON string whose decoded value is none of `names` (written canonically).
+    fn string_excluding(&mut self, names: &[&str]) -> Expr {
+        let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
+        let refs: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
+        let any_char = self.json_char();
+        quoted(excluding(&refs, any_char, &mut |escapes| self.escape_rule(escapes)))
+    }
+
+    /// A call of a rule reading `escapes` (one backslash, then the rest of a choice of
+    /// escapes, calling nothing), one rule per distinct body. Engines keep such a rule a
+    /// call, as they keep `json-escape`, instead of copying it into every rule that reads
+    /// it.
+    fn escape_rule(&mut self, escapes: Expr) -> Expr {
+        if let Some(&id) = self.escape_rules.get(&escapes) {
+            return Expr::Rule(id);
+        }
+        let name = self.b.fresh_name("json-escape-foreign");
+        let id = self.b.declare(&name);
+        self.b.define(id, escapes.clone());
+        self.escape_rules.insert(escapes, id);
+        Expr::Rule(id)
+    }
 }
 
 /// String contents (canonical escapes) other than the given char sequences: a proper
@@ -115,13 +132,17 @@ fn string_excluding(names: &[&str], any_char: Expr) -> Expr {
 /// character that continues none of them and then anything. A character that occurs in
 /// no name continues none after any prefix: that case is written once, after any prefix,
 /// and so is the "anything" tail, instead of once per node of the names' trie (each
-/// copy an automaton of its own for multi-byte characters and escapes).
-fn excluding(names: &[&[char]], any_char: Expr) -> Expr {
+/// copy an automaton of its own for multi-byte characters and escapes). `any_char` is
+/// one character of a JSON string in any form; `escape_rule` makes the escapes of the
+/// characters no name uses a call ([`Converter::escape_rule`]).
+fn excluding(names: &[&[char]], any_char: Expr, escape_rule: &mut dyn FnMut(Expr) -> Expr) -> Expr {
     let mut used: Vec<char> = names.iter().flat_map(|n| n.iter().copied()).collect();
     used.sort();
     used.dedup();
-    let foreign =
-        encode_class(&CharClass::new(true, used.iter().map(|&c| (c, c))), CharEncoding::JsonString);
+    let foreign = escapes_called(
+        encode_class(&CharClass::new(true, used.iter().map(|&c| (c, c))), CharEncoding::JsonString),
+        escape_rule,
+    );
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
     let trie = Trie { names: &sorted, depth: 0 };
@@ -136,6 +157,28 @@ fn excluding(names: &[&[char]], any_char: Expr) -> Expr {
         Expr::seq(vec![divergent, Expr::star(any_char)])
     };
     choice_or_never(vec![tail, unlisted_prefixes(trie)])
+}
+
+/// `class` (a JSON-string class: characters as themselves, then one alternative of a
+/// backslash and what may follow it) with that alternative read through `escape_rule`.
+/// A class of any other shape is returned as it is.
+fn escapes_called(class: Expr, escape_rule: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+    let is_escapes = |e: &Expr| {
+        matches!(e, Expr::Seq(items)
+            if items.len() > 1 && matches!(&items[0], Expr::Bytes(b) if b.as_slice() == b"\\"))
+    };
+    match class {
+        Expr::Choice(mut alts) if alts.iter().filter(|a| is_escapes(a)).count() == 1 => {
+            for a in &mut alts {
+                if is_escapes(a) {
+                    *a = escape_rule(std::mem::replace(a, Expr::Empty));
+                }
+            }
+            Expr::Choice(alts)
+        }
+        e if is_escapes(&e) => escape_rule(e),
+        other => other,
+    }
 }
 
 /// A node of the names' trie: the names (sorted) that share a prefix of `depth`

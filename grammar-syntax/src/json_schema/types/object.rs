@@ -1059,8 +1059,7 @@ impl<'a> Converter<'a> {
                 if refs.is_empty() {
                     self.shared(SharedRule::String)
                 } else {
-                    let any_char = self.json_char();
-                    string_excluding(&refs, any_char)
+                    self.string_excluding(&refs)
                 }
             } else {
                 let mut pf = Flat::new(&f.ptr);
@@ -1204,8 +1203,7 @@ impl<'a> Converter<'a> {
         let key = if refs.is_empty() {
             self.shared(SharedRule::String)
         } else {
-            let any_char = self.json_char();
-            string_excluding(&refs, any_char)
+            self.string_excluding(&refs)
         };
         Ok(Some(vec![(key, value)]))
     }

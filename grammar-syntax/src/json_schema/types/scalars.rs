@@ -157,8 +157,7 @@ impl<'a> Converter<'a> {
             if excluded.is_empty() {
                 return Ok(self.shared(SharedRule::String));
             }
-            let any_char = self.json_char();
-            return Ok(string_excluding(&excluded, any_char));
+            return Ok(self.string_excluding(&excluded));
         }
         if !excluded.is_empty() {
             self.unsupported(
