@@ -474,8 +474,9 @@ pub(crate) struct Converter<'a> {
     /// String contents built from automata ([`Converter::combination`]), by their
     /// expressions and which combinations of them they accept.
     combinations: HashMap<(Vec<Expr>, Vec<bool>), Option<Expr>>,
-    /// Rules of escapes read through a call ([`Converter::escape_rule`]), by their bodies.
-    escape_rules: HashMap<Expr, RuleId>,
+    /// Rules of the escapes of characters no name uses ([`Converter::foreign_escapes`]),
+    /// by the names' characters that have escapes; `None`: there are no such escapes.
+    escape_rules: HashMap<Vec<char>, Option<RuleId>>,
 }
 
 /// A merged subschema, built once.

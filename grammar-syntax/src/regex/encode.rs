@@ -110,18 +110,22 @@ fn has_json_escape_in(lo: char, hi: char) -> bool {
     lo < '\u{20}' || ['"', '\\', '/'].iter().any(|&c| lo <= c && c <= hi)
 }
 
+/// Whether `c` has an escaped form in a JSON string (a short escape or `\uXXXX`).
+pub fn has_json_escape(c: char) -> bool {
+    has_json_escape_in(c, c) || has_unicode_escape(c)
+}
+
 /// A literal string in `encoding`: in a JSON string each character as itself (unless it
 /// must be escaped), its short escape, and for controls and non-ASCII characters its
 /// `\uXXXX` form.
 pub fn encode_literal(text: &str, encoding: CharEncoding) -> Expr {
-    let escaped = |c: char| has_json_escape_in(c, c) || has_unicode_escape(c);
-    if encoding == CharEncoding::Raw || !text.chars().any(escaped) {
+    if encoding == CharEncoding::Raw || !text.chars().any(has_json_escape) {
         return Expr::literal(text);
     }
     let mut items = Vec::new();
     let mut plain = String::new();
     for c in text.chars() {
-        if !escaped(c) {
+        if !has_json_escape(c) {
             plain.push(c);
             continue;
         }

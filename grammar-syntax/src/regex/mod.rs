@@ -38,7 +38,7 @@ use std::rc::Rc;
 mod encode;
 mod memo;
 pub use encode::{
-    any_char, encode_class, encode_literal, is_never, json_any_char, json_escape,
+    any_char, encode_class, encode_literal, has_json_escape, is_never, json_any_char, json_escape,
     json_unescaped_char, never, subtract,
 };
 pub use memo::{remember, Remembering};

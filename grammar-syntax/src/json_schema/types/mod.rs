@@ -18,7 +18,7 @@ use super::numbers::{self, Decimal};
 use super::{Converter, Sub, MAX_BRANCHES};
 use crate::diagnostic::{Category, Diagnostic};
 use crate::ir::{CharClass, Expr};
-use crate::regex::{encode_class, encode_literal, is_never, never, CharEncoding};
+use crate::regex::{encode_class, encode_literal, has_json_escape, is_never, never, CharEncoding};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -108,22 +108,36 @@ impl Converter<'_> {
         let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
         let refs: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
         let any_char = self.json_char();
-        quoted(excluding(&refs, any_char, &mut |escapes| self.escape_rule(escapes)))
+        quoted(excluding(&refs, any_char, &mut |used| self.foreign_escapes(used)))
     }
 
-    /// A call of a rule reading `escapes` (one backslash, then the rest of a choice of
-    /// escapes, calling nothing), one rule per distinct body. Engines keep such a rule a
-    /// call, as they keep `json-escape`, instead of copying it into every rule that reads
-    /// it.
-    fn escape_rule(&mut self, escapes: Expr) -> Expr {
-        if let Some(&id) = self.escape_rules.get(&escapes) {
-            return Expr::Rule(id);
+    /// A call of the rule reading the escapes of the characters outside `used` (sorted):
+    /// a backslash, then a choice of what may follow it (`None` when no such escape
+    /// exists). One rule per set of the characters of `used` that have escapes, which
+    /// decides its body. Engines keep a rule of escapes a call, as they keep
+    /// `json-escape`, instead of copying it into every rule that reads it.
+    fn foreign_escapes(&mut self, used: &[char]) -> Option<Expr> {
+        let escaped: Vec<char> = used.iter().copied().filter(|&c| has_json_escape(c)).collect();
+        if let Some(&id) = self.escape_rules.get(&escaped) {
+            return id.map(Expr::Rule);
         }
-        let name = self.b.fresh_name("json-escape-foreign");
-        let id = self.b.declare(&name);
-        self.b.define(id, escapes.clone());
-        self.escape_rules.insert(escapes, id);
-        Expr::Rule(id)
+        let class = CharClass::new(true, escaped.iter().map(|&c| (c, c)));
+        // The class's escapes: all but the characters written as themselves.
+        let escapes = match encode_class(&class, CharEncoding::JsonString) {
+            Expr::Choice(alts) => {
+                alts.into_iter().filter(|a| !matches!(a, Expr::Class(_))).collect()
+            }
+            Expr::Class(_) => Vec::new(),
+            other => vec![other],
+        };
+        let id = (!escapes.is_empty()).then(|| {
+            let name = self.b.fresh_name("json-escape-foreign");
+            let id = self.b.declare(&name);
+            self.b.define(id, Expr::choice(escapes));
+            id
+        });
+        self.escape_rules.insert(escaped, id);
+        id.map(Expr::Rule)
     }
 }
 
@@ -133,15 +147,21 @@ impl Converter<'_> {
 /// no name continues none after any prefix: that case is written once, after any prefix,
 /// and so is the "anything" tail, instead of once per node of the names' trie (each
 /// copy an automaton of its own for multi-byte characters and escapes). `any_char` is
-/// one character of a JSON string in any form; `escape_rule` makes the escapes of the
-/// characters no name uses a call ([`Converter::escape_rule`]).
-fn excluding(names: &[&[char]], any_char: Expr, escape_rule: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+/// one character of a JSON string in any form; `foreign_escapes(used)`, the escapes of
+/// the characters outside `used` (sorted) ([`Converter::foreign_escapes`]).
+fn excluding(
+    names: &[&[char]],
+    any_char: Expr,
+    foreign_escapes: &mut dyn FnMut(&[char]) -> Option<Expr>,
+) -> Expr {
     let mut used: Vec<char> = names.iter().flat_map(|n| n.iter().copied()).collect();
     used.sort();
     used.dedup();
-    let foreign = escapes_called(
-        encode_class(&CharClass::new(true, used.iter().map(|&c| (c, c))), CharEncoding::JsonString),
-        escape_rule,
+    // The characters outside `used`: those written as themselves, and the escapes.
+    let special = [('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')];
+    let plain = CharClass::new(true, used.iter().map(|&c| (c, c)).chain(special.iter().copied()));
+    let foreign = choice_or_never(
+        [Some(Expr::Class(plain)), foreign_escapes(&used)].into_iter().flatten().collect(),
     );
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
@@ -157,28 +177,6 @@ fn excluding(names: &[&[char]], any_char: Expr, escape_rule: &mut dyn FnMut(Expr
         Expr::seq(vec![divergent, Expr::star(any_char)])
     };
     choice_or_never(vec![tail, unlisted_prefixes(trie)])
-}
-
-/// `class` (a JSON-string class: characters as themselves, then one alternative of a
-/// backslash and what may follow it) with that alternative read through `escape_rule`.
-/// A class of any other shape is returned as it is.
-fn escapes_called(class: Expr, escape_rule: &mut dyn FnMut(Expr) -> Expr) -> Expr {
-    let is_escapes = |e: &Expr| {
-        matches!(e, Expr::Seq(items)
-            if items.len() > 1 && matches!(&items[0], Expr::Bytes(b) if b.as_slice() == b"\\"))
-    };
-    match class {
-        Expr::Choice(mut alts) if alts.iter().filter(|a| is_escapes(a)).count() == 1 => {
-            for a in &mut alts {
-                if is_escapes(a) {
-                    *a = escape_rule(std::mem::replace(a, Expr::Empty));
-                }
-            }
-            Expr::Choice(alts)
-        }
-        e if is_escapes(&e) => escape_rule(e),
-        other => other,
-    }
 }
 
 /// A node of the names' trie: the names (sorted) that share a prefix of `depth`
