@@ -271,6 +271,8 @@ pub fn combination(
         })
     };
     let first = intern(first, &mut set_list);
+    // The set each list of NFA states stepped to (sorted, before its closure) became.
+    let mut stepped: FxHashMap<Vec<usize>, usize> = FxHashMap::default();
     // Per set met: the runs of atoms it steps to one set on.
     let mut set_rows: Vec<Option<Vec<AtomRun>>> = Vec::new();
     // A DFA state: the characters counted (see `Length`) and a set of NFA states.
@@ -325,9 +327,21 @@ pub fn combination(
                 if at < surrogates {
                     until = until.min(surrogates);
                 }
-                let mut next = targets.clone();
-                nfa.closure(&mut next, &mut seen);
-                runs.push(AtomRun { from: at, until, to: Some(intern(next, &mut set_list)) });
+                // Runs of many sets step to the same states (every character of a
+                // `.*`): each such target list is closed and looked up once.
+                let mut key = targets.clone();
+                key.sort_unstable();
+                let to = match stepped.get(&key) {
+                    Some(&to) => to,
+                    None => {
+                        let mut next = key.clone();
+                        nfa.closure(&mut next, &mut seen);
+                        let to = intern(next, &mut set_list);
+                        stepped.insert(key, to);
+                        to
+                    }
+                };
+                runs.push(AtomRun { from: at, until, to: Some(to) });
                 at = until;
             }
             for &t in &targets {
@@ -370,14 +384,24 @@ pub fn combination(
     let n = sets.len();
     let scalars: Vec<Vec<(char, char)>> = atoms.iter().map(|&a| scalar_ranges(a)).collect();
     let usable: Vec<bool> = scalars.iter().map(|r| !r.is_empty()).collect();
+    // Found backwards from the accepting states along the reversed transitions, each
+    // state's row read once (a sweep over all rows per step back would read a long
+    // pattern's chain of states once per state of it).
+    let mut before: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (s, row) in delta.iter().enumerate() {
+        for (&t, _) in row.iter().zip(&usable).filter(|&(_, &u)| u) {
+            if before[t].last() != Some(&s) {
+                before[t].push(s);
+            }
+        }
+    }
     let mut live: Vec<bool> = accepting.clone();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for s in 0..n {
-            if !live[s] && delta[s].iter().zip(&usable).any(|(&t, &u)| u && live[t]) {
+    let mut work: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
+    while let Some(t) = work.pop() {
+        for &s in &before[t] {
+            if !live[s] {
                 live[s] = true;
-                changed = true;
+                work.push(s);
             }
         }
     }
