@@ -282,6 +282,33 @@ impl Levels {
         }
     }
 
+    /// Starts the texts read next from `seed` (the closure before any byte), keeping the
+    /// closures met and the steps between them; past the bound, only `seed`.
+    fn reseed(&mut self, seed: &Closure) {
+        if self.met_stacks + seed.configs.len() > self.bound {
+            self.met.clear();
+            self.by_steps.clear();
+            self.next.clear();
+            self.met_stacks = 0;
+        }
+        self.met_stacks += seed.configs.len();
+        self.met.push(seed.clone());
+        self.path.clear();
+        self.path.push((self.met.len() - 1) as u32);
+        self.ended_by.clear();
+        self.ended_by.push(seed.can_end);
+        self.depth = 0;
+    }
+
+    /// Heap bytes, about: the closures met (each stack held twice, in its closure and in
+    /// the steps that found it) and the steps between them.
+    fn memory(&self) -> usize {
+        self.met_stacks * 2 * std::mem::size_of::<Stack>()
+            + self.met.len() * std::mem::size_of::<Closure>()
+            + self.by_steps.len() * std::mem::size_of::<(Vec<Stack>, u32)>()
+            + self.next.len() * std::mem::size_of::<((u32, u8), u32)>()
+    }
+
     /// The closure after `d` bytes of the text read last.
     fn closure(&self, d: usize) -> &Closure {
         &self.met[self.path[d] as usize]
@@ -421,17 +448,51 @@ fn walk(
     Ok(())
 }
 
+/// Stacks the closures of one rule's [`ExitWalks`] may hold; past it they start over.
+const MAX_EXIT_STACKS: usize = 1 << 14;
+
+/// The closures met reading tokens from the positions of one rule, each alone in its
+/// frame ([`token_exits`]), kept from one position to the next: at the characters of a
+/// string, a position's walks reach after one byte the closures the position before
+/// reached after two, and read on from them by lookups.
+#[derive(Default)]
+pub(crate) struct ExitWalks {
+    levels: Option<Levels>,
+}
+
+impl std::fmt::Debug for ExitWalks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExitWalks").field("bytes", &self.memory()).finish()
+    }
+}
+
+impl ExitWalks {
+    /// Heap bytes, about.
+    pub(crate) fn memory(&self) -> usize {
+        self.levels.as_ref().map_or(0, Levels::memory)
+    }
+}
+
 /// Where the listed tokens (sorted-vocabulary positions, ascending) may leave the frame
 /// `top`, read from it alone: per token, whether some path reads it to its end inside
 /// the frame, and the offsets (bytes read, short of the whole token) after which the
-/// frame may return to the one below it.
+/// frame may return to the one below it. `walks`: the closures met from other positions
+/// of `top`'s rule.
 pub(crate) fn token_exits(
     grammar: &CompiledGrammar,
     top: Position,
     positions: &[SortedPos],
+    walks: &mut ExitWalks,
 ) -> Result<Vec<TokenExits>, MatchError> {
     let sorted = grammar.vocab.sorted();
-    let mut levels = Levels::new(&Closure { configs: vec![Stack::root(top)], can_end: false });
+    let seed = Closure { configs: vec![Stack::root(top)], can_end: false };
+    let levels = match &mut walks.levels {
+        Some(levels) => {
+            levels.reseed(&seed);
+            levels
+        }
+        None => walks.levels.insert(Levels::bounded(&seed, MAX_EXIT_STACKS)),
+    };
     let mut previous: &[u8] = &[];
     let mut out = Vec::with_capacity(positions.len());
     for &p in positions {
@@ -505,6 +566,50 @@ mod tests {
     use super::*;
     use crate::Compiler;
     use grammask_tokenset::Vocabulary;
+
+    /// Token exits read with the closures of other positions kept (and with a bound so
+    /// small that every position starts over) are those read afresh, at every
+    /// character of a counted string.
+    #[test]
+    fn exits_from_kept_closures_are_those_read_afresh() {
+        let src = r#"root ::= "[" ("\"" [a-z]{0,6} "\"" ws ("," ws)?)* "]"
+ws ::= [ ]?
+"#;
+        let grammar = grammask_syntax::parse_gbnf(src).unwrap().grammar;
+        let tokens: Vec<Vec<u8>> = [
+            "a", "ab", "abc", "abcd", "\"", "a\"", "ab\",", "\",", "\"]", "x\" ,\"", "zz\"]",
+            "a\"a", "]", " ",
+        ]
+        .iter()
+        .map(|t| t.as_bytes().to_vec())
+        .collect();
+        let vocab = Vocabulary::from_byte_tokens(tokens, &[], &[], None).unwrap();
+        let compiled = Compiler::new(&vocab).compile_grammar(&grammar).unwrap();
+        let root = compiled.grammar.root;
+        let dfa = compiled.dfa(compiled.initial.top);
+        let all: Vec<SortedPos> = (0..vocab.sorted().len()).map(SortedPos::new).collect();
+        let mut kept = ExitWalks::default();
+        let mut starting_over = ExitWalks { levels: Some(Levels::bounded(&Closure::default(), 2)) };
+        // The positions after `["` and each of six letters.
+        let mut state = dfa.next(dfa.start(), b'[').and_then(|s| dfa.next(s, b'"')).unwrap();
+        for k in 0..=6 {
+            let top = Position { rule: root, state };
+            let fresh = token_exits(&compiled, top, &all, &mut ExitWalks::default()).unwrap();
+            for walks in [&mut kept, &mut starting_over] {
+                let exits = token_exits(&compiled, top, &all, walks).unwrap();
+                for (a, b) in fresh.iter().zip(&exits) {
+                    let token = String::from_utf8_lossy(vocab.sorted().bytes(a.token.index()));
+                    assert_eq!(a.token, b.token);
+                    assert_eq!(a.read_whole, b.read_whole, "{token:?} after {k} letters");
+                    assert_eq!(a.offsets, b.offsets, "{token:?} after {k} letters");
+                }
+            }
+            if k < 6 {
+                state = dfa.next(state, b'a').unwrap();
+            }
+        }
+        assert!(kept.memory() > 0);
+    }
 
     /// Forgetting the closures met past the bound changes no answer: texts read with
     /// every closure kept and with almost none give the same refusals, ends and exits.

@@ -129,6 +129,8 @@ pub(crate) struct RuleSlots {
     leaf: bool,
     /// Which of its states no token tells apart as return positions, made on first use.
     equivalence: Mutex<Option<Equivalence>>,
+    /// The closures its positions' parent entries met reading their tokens.
+    pub(crate) exit_walks: Mutex<crate::mask::ExitWalks>,
 }
 
 impl RuleSlots {
@@ -157,6 +159,7 @@ impl RuleSlots {
             through,
             leaf,
             equivalence: Mutex::new(None),
+            exit_walks: Mutex::new(crate::mask::ExitWalks::default()),
         }
     }
 
@@ -190,6 +193,15 @@ impl MaskCache {
     /// Heap bytes of the per-state slots and analyses (the entries aside).
     pub(crate) fn fixed_memory(&self) -> usize {
         self.fixed.load(Ordering::Acquire)
+    }
+
+    /// Counts an analysis that went from `before` to `after` heap bytes in `fixed`.
+    fn refix(&self, before: usize, after: usize) {
+        if after >= before {
+            self.fixed.fetch_add(after - before, Ordering::AcqRel);
+        } else {
+            self.fixed.fetch_sub(before - after, Ordering::AcqRel);
+        }
     }
 
     /// The slots of `rule`, a rule some stack stands in.

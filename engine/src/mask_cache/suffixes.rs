@@ -57,7 +57,14 @@ impl MaskCache {
         dependent: &[SortedPos],
     ) -> Result<ParentMask, MatchError> {
         let (&top, under) = frames.split_last().expect("a top and the frames below it");
-        let exits = token_exits(grammar, top, dependent)?;
+        let exits = {
+            let slots = self.slots(grammar, top.rule);
+            let mut walks = slots.exit_walks.lock().unwrap_or_else(PoisonError::into_inner);
+            let before = walks.memory();
+            let exits = token_exits(grammar, top, dependent, &mut walks);
+            self.refix(before, walks.memory());
+            exits?
+        };
         // One outcome per (token, offset) of the tokens not read inside the top, in
         // order: those remembered, then those read now.
         let rests: Vec<Rest> = exits
