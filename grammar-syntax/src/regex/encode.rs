@@ -79,7 +79,7 @@ pub fn json_escape() -> Expr {
 
 /// The characters a JSON string may hold unescaped.
 fn unescaped_class() -> CharClass {
-    CharClass::new(true, [('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')])
+    CharClass::new(true, JSON_MUST_ESCAPE)
 }
 
 /// The short escapes of `c` in a JSON string (`\"`, `\\`, `\n`...; `/` also as itself),
@@ -99,7 +99,10 @@ fn json_escapes(c: char) -> Option<Vec<String>> {
     Some(vec![short.to_string()])
 }
 
-/// Whether `c` must be escaped in a JSON string (a control, `"`, `\\`).
+/// The characters a JSON string may not hold as themselves: the controls, `"` and `\\`.
+pub const JSON_MUST_ESCAPE: [(char, char); 3] = [('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')];
+
+/// Whether `c` must be escaped in a JSON string ([`JSON_MUST_ESCAPE`]).
 fn must_escape(c: char) -> bool {
     c < '\u{20}' || c == '"' || c == '\\'
 }
@@ -162,7 +165,7 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
     let ranges = class.positive_ranges();
     // The characters written as themselves: the class minus those that need escapes.
     let plain = CharClass::new(false, ranges.iter().copied());
-    let plain_ranges = subtract(&plain.ranges, &[('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')]);
+    let plain_ranges = subtract(&plain.ranges, &JSON_MUST_ESCAPE);
     let mut alts = Vec::new();
     if !plain_ranges.is_empty() {
         alts.push(Expr::Class(CharClass::new(false, plain_ranges)));

@@ -39,7 +39,7 @@ mod encode;
 mod memo;
 pub use encode::{
     any_char, encode_class, encode_literal, has_json_escape, is_never, json_any_char, json_escape,
-    json_unescaped_char, never, subtract,
+    json_unescaped_char, never, subtract, JSON_MUST_ESCAPE,
 };
 pub use memo::{remember, Remembering};
 

@@ -18,7 +18,9 @@ use super::numbers::{self, Decimal};
 use super::{Converter, Sub, MAX_BRANCHES};
 use crate::diagnostic::{Category, Diagnostic};
 use crate::ir::{CharClass, Expr};
-use crate::regex::{encode_class, encode_literal, has_json_escape, is_never, never, CharEncoding};
+use crate::regex::{
+    encode_class, encode_literal, has_json_escape, is_never, never, CharEncoding, JSON_MUST_ESCAPE,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -158,8 +160,7 @@ fn excluding(
     used.sort();
     used.dedup();
     // The characters outside `used`: those written as themselves, and the escapes.
-    let special = [('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')];
-    let plain = CharClass::new(true, used.iter().map(|&c| (c, c)).chain(special.iter().copied()));
+    let plain = CharClass::new(true, used.iter().map(|&c| (c, c)).chain(JSON_MUST_ESCAPE));
     let foreign = choice_or_never(
         [Some(Expr::Class(plain)), foreign_escapes(&used)].into_iter().flatten().collect(),
     );
