@@ -1176,10 +1176,60 @@ fn diverting_characters_give_the_same_masks() {
 fn formats_of_ascii_alphabets_take_the_slices_of_their_kept_characters() {
     let mut tokens: Vec<Vec<u8>> = Vec::new();
     for t in [
-        "{", "}", "{\"", "\":\"", "\"}", "\"", "https", "http", "s", ":", "://", "//", "/",
-        "example", ".", ".com", "com", "/image", ".png", "a", "ab", "9", "a9", "a:b", "%", "%20",
-        "20", "[", "]", "[::1]", "::", "@", "user@", "a b", " ", "\\u0041", "é", "-", "_", "~",
-        "!", "?", "?q=1", "#", "#x", "h1", "x-y", "a.b", "1.2.3.4",
+        "{",
+        "}",
+        "{\"",
+        "\":\"",
+        "\"}",
+        "\"",
+        "https",
+        "http",
+        "s",
+        ":",
+        "://",
+        "//",
+        "/",
+        "example",
+        ".",
+        ".com",
+        "com",
+        "/image",
+        ".png",
+        "a",
+        "ab",
+        "9",
+        "a9",
+        "a:b",
+        "%",
+        "%20",
+        "20",
+        "[",
+        "]",
+        "[::1]",
+        "::",
+        "@",
+        "user@",
+        "a b",
+        " ",
+        "\\u0041",
+        "é",
+        "-",
+        "_",
+        "~",
+        "!",
+        "?",
+        "?q=1",
+        "#",
+        "#x",
+        "h1",
+        "x-y",
+        "a.b",
+        "1.2.3.4",
+        "ñ",
+        "“a”",
+        "日本",
+        "Привет",
+        "aПривет",
     ] {
         tokens.push(t.as_bytes().to_vec());
     }
@@ -1228,14 +1278,25 @@ fn formats_of_ascii_alphabets_take_the_slices_of_their_kept_characters() {
     let grammars = cached_and_plain(&v, &schema_grammar(schema));
     let mut m = Matcher::new(grammars[0].clone());
     m.accept_string("{\"u\":\"").unwrap();
-    let allowed: Vec<String> =
-        fired(&[Path::Diverted], || mask_of(&m)).into_iter().map(text).collect();
-    for t in ["example", "a b", "é", "a.b", "h1", "_", ".com"] {
+    let before = counters::snapshot();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    let walked = counters::snapshot().since(&before).get(Path::Diverted);
+    for t in ["example", "a b", "é", "ñ", "“a”", "a.b", "h1", "_", ".com"] {
         assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
-    for t in ["-", "x-y", "%20", "[", "/", "?"] {
+    for t in ["-", "x-y", "%20", "[", "/", "?", "日本", "Привет", "aПривет"] {
         assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
+    // Walked: the tokens holding a character whose first byte the loop reads (é and ñ
+    // start with 0xC3, “ and ” with 0xE2). Those holding other characters of more than
+    // one byte are rejected where they meet one, unwalked.
+    let leads_read = |id: u32| {
+        let bytes = v.token_bytes(id).unwrap_or_default();
+        std::str::from_utf8(bytes).is_ok_and(|t| !t.contains(['"', '\\']))
+            && bytes.iter().any(|&b| b == 0xC3 || b == 0xE2)
+    };
+    let expected = (0..v.vocab_size() as u32).filter(|&id| leads_read(id)).count();
+    assert_eq!(walked as usize, expected, "tokens walked for their diverting characters");
     masked_walks_agree(&grammars, 0x1F83_D9AB_FB41_BD6B, 80, 30, || {});
 }
 

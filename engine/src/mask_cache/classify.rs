@@ -642,7 +642,7 @@ impl SlicePlan {
             {
                 let slicing = slicing();
                 let walked = slicing.remaining(EXACT + 1).map(Trie::count).sum::<usize>()
-                    + slicing.holding_count(d.diverting, d.non_ascii);
+                    + slicing.holding_count(d.diverting, d.leads);
                 let starting: usize =
                     first_byte_ranges(dfa, state, sorted).iter().map(|r| r.len()).sum();
                 if walked * DIVERTED_WALK_COST < starting {
@@ -697,8 +697,7 @@ impl SlicePlan {
     /// characters, and the tokens holding a diverting one are walked.
     fn diverted(slicing: Arc<Slicing>, sorted: &SortedVocab, d: Diverted) -> SlicePlan {
         let (union, kept) = slicing.union_without(EXACT + 1, &d.excluded);
-        let rest =
-            RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting, d.non_ascii) };
+        let rest = RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting, d.leads) };
         SlicePlan { slicing, covered: EXACT + 1, union, kept, rest }
     }
 

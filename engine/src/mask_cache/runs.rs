@@ -4,7 +4,9 @@
 //! Each analysis is exact about what it claims, so a position that uses the slices gets
 //! the answers a walk over every token would give.
 
-use super::slicing::{safe_ascii, ASCII_SEQS, EXACT, NON_ASCII_LEADS, RUN_LAYERS, SAFE_CHARS};
+use super::slicing::{
+    safe_ascii, Leads, ASCII_SEQS, EXACT, NON_ASCII_LEADS, RUN_LAYERS, SAFE_CHARS,
+};
 use crate::automaton::Dfa;
 use crate::follow::{ByteSet, RuleExits};
 use crate::ids::StateId;
@@ -384,9 +386,10 @@ pub(crate) struct Diverted {
     pub(crate) excluded: Excluded,
     /// The diverting characters (ASCII), bit `b` for character `b`.
     pub(crate) diverting: u128,
-    /// Whether every character of more than one byte diverts too (a position that reads
-    /// a few of them: `ñ`, `“`).
-    pub(crate) non_ascii: bool,
+    /// The characters of more than one byte that divert too, by their first bytes (a
+    /// position that reads a few of them: `ñ`, `“`, Unicode's spaces): those a state of
+    /// the closure reads. A token holding another is rejected where it meets it.
+    pub(crate) leads: Leads,
 }
 
 /// States of a [`Diverted`] closure at most.
@@ -409,7 +412,8 @@ const MAX_DIVERTING: u32 = 32;
 /// character of more than one byte or reads one that is not kept, or more than
 /// [`MAX_DIVERTING`] characters divert, or more than are kept. With `non_ascii_diverts`,
 /// the characters of more than one byte are neither kept nor followed: every token
-/// holding one is walked.
+/// holding one whose first byte a state of the closure reads is walked, the others are
+/// rejected.
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
@@ -483,6 +487,12 @@ pub(crate) fn diverted(
         }
         let read = closure.iter().fold(0, |m, &s| m | reads(s));
         let diverting = read & !kept;
+        let leads = if non_ascii_diverts {
+            let read_by = |s: StateId| Leads::read_by(|b| dfa.next(s, b).is_some());
+            closure.iter().fold(Leads::default(), |l, &s| l.union(read_by(s)))
+        } else {
+            Leads::default()
+        };
         let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
         // A split that keeps fewer characters than divert walks more than it takes.
         let worth = kept.count_ones() >= diverting.count_ones().max(1);
@@ -493,7 +503,7 @@ pub(crate) fn diverted(
                 others: Vec::new(),
             },
             diverting,
-            non_ascii: non_ascii_diverts,
+            leads,
         });
     }
     None

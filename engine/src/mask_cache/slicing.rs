@@ -78,6 +78,48 @@ pub(super) const NON_ASCII_LEADS: std::ops::RangeInclusive<u8> = 0xC2..=0xF4;
 /// The sequences of [`SAFE_CHARS`] of one byte (the first ones).
 pub(super) const ASCII_SEQS: usize = 3;
 
+/// A set of first bytes of characters of more than one byte ([`NON_ASCII_LEADS`]): the
+/// characters of more than one byte a [`Diverted`](super::runs::Diverted) split walks the
+/// tokens of, by their first byte.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Leads(u64);
+
+impl Leads {
+    /// Every first byte of a character of more than one byte.
+    pub(crate) const ALL: Leads = Leads(((1u64 << (0xF4 - 0xC2 + 1)) - 1) << (0xC2 - 0xC0));
+
+    /// The first bytes of characters of more than one byte that `read` takes.
+    pub(crate) fn read_by(read: impl Fn(u8) -> bool) -> Leads {
+        NON_ASCII_LEADS.filter(|&b| read(b)).fold(Leads::default(), |l, b| l.with(b))
+    }
+
+    /// The first bytes of characters of more than one byte in `bytes`.
+    fn held_in(bytes: &[u8]) -> Leads {
+        bytes
+            .iter()
+            .filter(|b| NON_ASCII_LEADS.contains(b))
+            .fold(Leads::default(), |l, &b| l.with(b))
+    }
+
+    fn with(self, b: u8) -> Leads {
+        Leads(self.0 | 1 << (b - 0xC0))
+    }
+
+    /// Both sets together.
+    pub(crate) fn union(self, other: Leads) -> Leads {
+        Leads(self.0 | other.0)
+    }
+
+    /// Whether the set is empty.
+    pub(crate) fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    fn meets(self, other: Leads) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
 /// The number of safe characters of `bytes` when it is a non-empty safe run (an
 /// incomplete last character counts as one), else `None`.
 fn safe_chars(bytes: &[u8]) -> Option<usize> {
@@ -478,6 +520,9 @@ pub(crate) struct Slicing {
     /// The bitmask of the tokens of the slices that contain a character of more than
     /// one byte (or the start of one).
     contains_non_ascii: Vec<u32>,
+    /// Those tokens, by id, each with the first bytes of its characters of more than
+    /// one byte.
+    non_ascii_leads: Vec<(u32, Leads)>,
     /// The unions of the first `m` slices without the tokens holding an excluded
     /// character, by `(m, excluded)`: at most [`MAX_EXCLUDED_UNIONS`].
     excluded_unions: Mutex<ExcludedUnions>,
@@ -487,9 +532,9 @@ pub(crate) struct Slicing {
     holding: Mutex<HoldingLists>,
 }
 
-/// The lists of [`Slicing::holding`], by the ASCII characters (bit set) and whether a
-/// character of more than one byte counts.
-type HoldingLists = HashMap<(u128, bool), Arc<Vec<SortedPos>>>;
+/// The lists of [`Slicing::holding`], by the ASCII characters (bit set) and the first
+/// bytes of the characters of more than one byte that count.
+type HoldingLists = HashMap<(u128, Leads), Arc<Vec<SortedPos>>>;
 
 /// Bitmasks of the first `m` slices without excluded characters, by `(m, excluded)`.
 type ExcludedUnions = HashMap<(usize, Excluded), Arc<Vec<u32>>>;
@@ -530,13 +575,18 @@ impl Slicing {
             contains[b as usize] = vec![0u32; words];
         }
         let mut contains_non_ascii = vec![0u32; words];
+        let mut non_ascii_leads = Vec::new();
         for &p in members.iter().flatten() {
             let id = sorted.token_id(p.index());
-            for &b in sorted.bytes(p.index()) {
+            let bytes = sorted.bytes(p.index());
+            for &b in bytes {
                 match contains.get_mut(b as usize) {
                     Some(bits) => set_bit(bits, id),
                     None => set_bit(&mut contains_non_ascii, id),
                 }
+            }
+            if !bytes.is_ascii() {
+                non_ascii_leads.push((id, Leads::held_in(bytes)));
             }
         }
         let slices = members.into_iter().map(|m| Part::build(sorted, m)).collect();
@@ -575,51 +625,60 @@ impl Slicing {
             covers_all,
             contains,
             contains_non_ascii,
+            non_ascii_leads,
             excluded_unions: Mutex::new(HashMap::new()),
             holding: Mutex::new(HashMap::new()),
         }
     }
 
     /// The sorted-vocabulary positions (ascending) of the tokens of the slices that hold
-    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`), or with
-    /// `non_ascii` a character of more than one byte, kept while the slicing keeps fewer
-    /// than [`MAX_EXCLUDED_UNIONS`] such lists.
+    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`) or a
+    /// character of more than one byte whose first byte is in `leads`, kept while the
+    /// slicing keeps fewer than [`MAX_EXCLUDED_UNIONS`] such lists.
     pub(crate) fn holding(
         &self,
         sorted: &SortedVocab,
         chars: u128,
-        non_ascii: bool,
+        leads: Leads,
     ) -> Arc<Vec<SortedPos>> {
         // The map only ever gains complete entries: a poisoned lock is used as is.
         let mut lists = self.holding.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(list) = lists.get(&(chars, non_ascii)) {
+        if let Some(list) = lists.get(&(chars, leads)) {
             return list.clone();
         }
-        let bits = self.holding_bits(chars, non_ascii);
+        let bits = self.holding_bits(chars, leads);
         let list: Vec<SortedPos> = SortedPos::range(0, sorted.len())
             .filter(|&p| get_bit(&bits, sorted.token_id(p.index())))
             .collect();
         let list = Arc::new(list);
         if lists.len() < MAX_EXCLUDED_UNIONS {
-            lists.insert((chars, non_ascii), list.clone());
+            lists.insert((chars, leads), list.clone());
         }
         list
     }
 
-    /// How many tokens [`Slicing::holding`] lists for `chars` and `non_ascii`, counted
+    /// How many tokens [`Slicing::holding`] lists for `chars` and `leads`, counted
     /// without listing them.
-    pub(crate) fn holding_count(&self, chars: u128, non_ascii: bool) -> usize {
-        let bits = self.holding_bits(chars, non_ascii);
+    pub(crate) fn holding_count(&self, chars: u128, leads: Leads) -> usize {
+        let bits = self.holding_bits(chars, leads);
         bits.iter().map(|w| w.count_ones() as usize).sum()
     }
 
-    /// The bitmask of the tokens of the slices that hold one of `chars`, or with
-    /// `non_ascii` a character of more than one byte.
-    fn holding_bits(&self, chars: u128, non_ascii: bool) -> Vec<u32> {
-        let mut bits = if non_ascii {
+    /// The bitmask of the tokens of the slices that hold one of `chars`, or a character
+    /// of more than one byte whose first byte is in `leads`.
+    fn holding_bits(&self, chars: u128, leads: Leads) -> Vec<u32> {
+        let mut bits = if leads == Leads::ALL {
             self.contains_non_ascii.clone()
         } else {
-            vec![0u32; self.contains_non_ascii.len()]
+            let mut bits = vec![0u32; self.contains_non_ascii.len()];
+            if !leads.is_empty() {
+                for &(id, held) in &self.non_ascii_leads {
+                    if held.meets(leads) {
+                        set_bit(&mut bits, id);
+                    }
+                }
+            }
+            bits
         };
         for b in safe_ascii().filter(|&b| chars >> b & 1 != 0) {
             for (w, &c) in bits.iter_mut().zip(&self.contains[b as usize]) {
@@ -745,8 +804,9 @@ impl Slicing {
     }
 
     /// Heap bytes used: 20 per ordinary token and its bytes, plus `EXACT + 1` bitmasks
-    /// of the unions and one per safe ASCII character and one for the others (the
-    /// unions without excluded characters come on top, at most [`MAX_EXCLUDED_UNIONS`]).
+    /// of the unions and one per safe ASCII character and one for the others, and 16 per
+    /// token of the slices with a character of more than one byte (the unions without
+    /// excluded characters come on top, at most [`MAX_EXCLUDED_UNIONS`]).
     #[cfg(test)]
     fn memory(&self) -> usize {
         self.slices.iter().map(Part::memory).sum::<usize>()
@@ -759,6 +819,7 @@ impl Slicing {
             + self.union.iter().map(|u| u.len() * 4).sum::<usize>()
             + self.contains.iter().map(|c| c.len() * 4).sum::<usize>()
             + self.contains_non_ascii.len() * 4
+            + self.non_ascii_leads.len() * std::mem::size_of::<(u32, Leads)>()
     }
 }
 
