@@ -404,7 +404,8 @@ const MIN_READ_FOR_DIVERTING: usize = 16;
 const MAX_DIVERTING: u32 = 32;
 
 /// The [`Diverted`] split at `state`, which refuses `excluded`: the kept characters
-/// start as those `state` reads (the characters of more than one byte all or none); while
+/// start as those `state` reads (the characters of more than one byte all, none, or all
+/// but those `excluded` lists, which every state of the closure must refuse too); while
 /// a state of their closure refuses some of the kept ASCII ones, either the characters
 /// that lead into that state or those it refuses are no longer kept, the fewer. `None`
 /// when the closure grows past [`MAX_DIVERT_STATES`] states or the search past
@@ -421,9 +422,6 @@ pub(crate) fn diverted(
     excluded: &Excluded,
     non_ascii_diverts: bool,
 ) -> Option<Diverted> {
-    if !excluded.others.is_empty() {
-        return None;
-    }
     let reads = |s: StateId| -> u128 {
         safe_ascii().filter(|&b| dfa.next(s, b).is_some()).fold(0, |m, b| m | 1 << b)
     };
@@ -466,8 +464,11 @@ pub(crate) fn diverted(
                     return None;
                 }
             } else {
+                // With refused characters of more than one byte listed, each state of the
+                // closure must refuse those as `state` does, and read the others.
                 let from: StateSet = smallvec::smallvec![s];
-                let step = step_char(dfa, exits, multi_byte, &from, None);
+                let reference = (!excluded.others.is_empty()).then_some(state);
+                let step = step_char(dfa, exits, multi_byte, &from, reference);
                 match step.next {
                     Some(targets) if !step.open => next.extend(targets),
                     _ => return None,
@@ -500,7 +501,7 @@ pub(crate) fn diverted(
             excluded: Excluded {
                 ascii: safe & !kept,
                 non_ascii: excluded.non_ascii || non_ascii_diverts,
-                others: Vec::new(),
+                others: if non_ascii_diverts { Vec::new() } else { excluded.others.clone() },
             },
             diverting,
             leads,
