@@ -1250,6 +1250,15 @@ fn formats_of_ascii_alphabets_take_the_slices_of_their_kept_characters() {
         "日本",
         "Привет",
         "aПривет",
+        "£",
+        "£5",
+        "a£b",
+        "abcdefgh£",
+        "a\u{a0}b",
+        "\u{3000}",
+        "ab\u{3000}",
+        "abcdef",
+        "abcdefgh",
     ] {
         tokens.push(t.as_bytes().to_vec());
     }
@@ -1318,6 +1327,44 @@ fn formats_of_ascii_alphabets_take_the_slices_of_their_kept_characters() {
     let expected = (0..v.vocab_size() as u32).filter(|&id| leads_read(id)).count();
     assert_eq!(walked as usize, expected, "tokens walked for their diverting characters");
     masked_walks_agree(&grammars, 0x1F83_D9AB_FB41_BD6B, 80, 30, || {});
+
+    // Bounded classes with a few characters of more than one byte (`£`, the spaces of
+    // `\s`): the slices take the tokens of their ASCII characters up to the bound, the
+    // tokens holding a character of more than one byte they may read are walked.
+    let schema = r#"{"type": "object", "properties": {
+        "p": {"type": "string", "pattern": "^[A-Za-z0-9 &'()*,\\-./@£]{1,8}$"},
+        "s": {"type": "string", "pattern": "^[\\w\\s]{2,6}$"}
+    }, "required": ["p", "s"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"p\":\"").unwrap();
+    let allowed: Vec<String> =
+        fired(&[Path::Diverted, Path::Slices], || mask_of(&m)).into_iter().map(text).collect();
+    for t in ["£", "£5", "a£b", "a b", "example", "a.b", "@", "ab"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["abcdefgh£", "é", "日本", "a\u{a0}b", "%20", "\""] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    m.accept_string("abcdef").unwrap();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    for t in ["£", "£5", "ab", "\""] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["a£b", "abc", "abcdef"] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"p\":\"a\",\"s\":\"").unwrap();
+    let allowed: Vec<String> =
+        fired(&[Path::Diverted], || mask_of(&m)).into_iter().map(text).collect();
+    for t in ["a\u{a0}b", "\u{3000}", "ab\u{3000}", "a b", "ab", "abcdef"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["£", "é", "x-y", "abcdefgh", "\""] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    masked_walks_agree(&grammars, 0x6C44_198C_4A47_5817, 80, 30, || {});
 }
 
 /// A string whose `maxLength` is in the thousands is read in chunks of characters, one

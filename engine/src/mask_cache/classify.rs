@@ -615,8 +615,14 @@ enum RestWalk {
     /// starts with safe characters goes where its tail goes from there.
     Plain { target: StateId },
     /// Any other string: the remaining parts are walked, longer safe runs rejected whole
-    /// when `depth` says so; with `layers`, the tails of the rest by run length.
-    Bounded { depth: SafeDepth, layers: Option<SmallVec<[StateId; RUN_LAYERS]>> },
+    /// when `depth` says so; with `layers`, the tails of the rest by run length. With
+    /// `walked`, the tokens of the slices taken that hold a character of more than one
+    /// byte the position may read ([`Excluded::walking_leads_at`]) are walked too.
+    Bounded {
+        depth: SafeDepth,
+        layers: Option<SmallVec<[StateId; RUN_LAYERS]>>,
+        walked: Option<Arc<Vec<SortedPos>>>,
+    },
 }
 
 impl SlicePlan {
@@ -636,21 +642,38 @@ impl SlicePlan {
             // the position reads, by a margin (a list walks each token alone, a trie its
             // shared prefixes once): not a number's digits, whose diverting `e`, `,` and
             // space most tokens hold.
+            let starting =
+                || -> usize { first_byte_ranges(dfa, state, sorted).iter().map(|r| r.len()).sum() };
             let alphabet = Excluded::alphabet_at(dfa, state);
-            if let Some(d) =
-                alphabet.and_then(|(e, non_ascii)| diverted(dfa, view.exits, state, &e, non_ascii))
-            {
-                let slicing = slicing();
+            let d =
+                alphabet.and_then(|(e, non_ascii)| diverted(dfa, view.exits, state, &e, non_ascii));
+            let leads = Excluded::walking_leads_at(dfa, state);
+            if d.is_none() && leads.is_none() {
+                return SlicePlan::through_calls(view, state, slicing, safe_memo);
+            }
+            let slicing = slicing();
+            if let Some(d) = d {
                 let walked = slicing.remaining(EXACT + 1).map(Trie::count).sum::<usize>()
-                    + slicing.holding_count(d.diverting, d.leads);
-                let starting: usize =
-                    first_byte_ranges(dfa, state, sorted).iter().map(|r| r.len()).sum();
-                if walked * DIVERTED_WALK_COST < starting {
+                    + slicing.holding_count(d.diverting, d.leads, EXACT + 1);
+                if walked * DIVERTED_WALK_COST < starting() {
                     return Some(SlicePlan::diverted(slicing, sorted, d));
                 }
-                return SlicePlan::through_calls(view, state, || slicing, safe_memo);
             }
-            return SlicePlan::through_calls(view, state, slicing, safe_memo);
+            // A bounded class with a few characters of more than one byte: its ASCII ones
+            // by the slices, the tokens holding the others walked.
+            if let Some((excluded, leads)) = leads {
+                let depth =
+                    safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
+                let covered = slicing.covered(depth.depth);
+                let walked = || slicing.holding_count(0, leads, covered);
+                if covered > 0 && walked() * DIVERTED_WALK_COST < starting() {
+                    let walked = slicing.holding(sorted, 0, leads, covered);
+                    let (union, kept) = slicing.union_without(covered, &excluded);
+                    let rest = RestWalk::Bounded { depth, layers: None, walked: Some(walked) };
+                    return Some(SlicePlan { slicing, covered, union, kept, rest });
+                }
+            }
+            return SlicePlan::through_calls(view, state, || slicing, safe_memo);
         };
         let slicing = slicing();
         let mut depth =
@@ -688,7 +711,7 @@ impl SlicePlan {
         let rest = match layers {
             // A plain string: every run leads to one state.
             Some(l) if covered == EXACT + 1 && l[0] == l[1] => RestWalk::Plain { target: l[0] },
-            layers => RestWalk::Bounded { depth, layers },
+            layers => RestWalk::Bounded { depth, layers, walked: None },
         };
         Some(SlicePlan { slicing, covered, union, kept, rest })
     }
@@ -697,7 +720,8 @@ impl SlicePlan {
     /// characters, and the tokens holding a diverting one are walked.
     fn diverted(slicing: Arc<Slicing>, sorted: &SortedVocab, d: Diverted) -> SlicePlan {
         let (union, kept) = slicing.union_without(EXACT + 1, &d.excluded);
-        let rest = RestWalk::Diverted { holding: slicing.holding(sorted, d.diverting, d.leads) };
+        let holding = slicing.holding(sorted, d.diverting, d.leads, EXACT + 1);
+        let rest = RestWalk::Diverted { holding };
         SlicePlan { slicing, covered: EXACT + 1, union, kept, rest }
     }
 
@@ -726,7 +750,7 @@ impl SlicePlan {
             return None;
         }
         let (union, kept) = (slicing.union(covered).clone(), true);
-        let rest = RestWalk::Bounded { depth: SafeDepth::only(depth), layers: None };
+        let rest = RestWalk::Bounded { depth: SafeDepth::only(depth), layers: None, walked: None };
         Some(SlicePlan { slicing, covered, union, kept, rest })
     }
 }
@@ -787,7 +811,13 @@ pub(crate) fn classify(
             walker.walk(level, head, &mut found, None);
             walker.walk_tails(Level::at(target), tails, &mut found);
         }
-        RestWalk::Bounded { depth, layers } => {
+        RestWalk::Bounded { depth, layers, walked } => {
+            if let Some(walked) = walked {
+                let listed = Listed { sorted, positions: walked };
+                let before = found.len();
+                walker.walk(level, &listed, &mut found, None);
+                counters::add(Path::Diverted, || found.len() - before);
+            }
             // Longer safe runs are rejected whole when the automaton refuses any safe
             // character after `depth` of them, never having been open on the way, and
             // are context-dependent whole when every state there leaves it instead (the

@@ -60,6 +60,20 @@ impl Excluded {
             .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, reads_non_ascii))
     }
 
+    /// The safe ASCII characters `state` refuses, at most [`MAX_EXCLUDED`], with every
+    /// character of more than one byte, and the first bytes of those it reads: where
+    /// [`Excluded::at`] gives up on listing the characters of more than one byte it
+    /// refuses (a pattern's class with `£` or Unicode's spaces of `\s`, bounded), the
+    /// slices take the tokens of its ASCII ones and the tokens holding a character of
+    /// more than one byte it may read are walked. `None` when it reads none.
+    pub(crate) fn walking_leads_at(dfa: &Dfa, state: StateId) -> Option<(Excluded, Leads)> {
+        let leads = Leads::read_by(|b| dfa.next(state, b).is_some());
+        let refused = safe_ascii().filter(|&b| dfa.next(state, b).is_none());
+        let ascii = refused.fold(0u128, |m, b| m | 1 << b);
+        (!leads.is_empty() && ascii.count_ones() as usize <= MAX_EXCLUDED)
+            .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, leads))
+    }
+
     /// Whether no safe character is excluded.
     pub(crate) fn is_empty(&self) -> bool {
         self.ascii == 0 && !self.non_ascii && self.others.is_empty()

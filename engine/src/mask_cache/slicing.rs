@@ -532,9 +532,9 @@ pub(crate) struct Slicing {
     holding: Mutex<HoldingLists>,
 }
 
-/// The lists of [`Slicing::holding`], by the ASCII characters (bit set) and the first
-/// bytes of the characters of more than one byte that count.
-type HoldingLists = HashMap<(u128, Leads), Arc<Vec<SortedPos>>>;
+/// The lists of [`Slicing::holding`], by the ASCII characters (bit set), the first
+/// bytes of the characters of more than one byte that count, and the slices looked in.
+type HoldingLists = HashMap<(u128, Leads, usize), Arc<Vec<SortedPos>>>;
 
 /// Bitmasks of the first `m` slices without excluded characters, by `(m, excluded)`.
 type ExcludedUnions = HashMap<(usize, Excluded), Arc<Vec<u32>>>;
@@ -631,42 +631,43 @@ impl Slicing {
         }
     }
 
-    /// The sorted-vocabulary positions (ascending) of the tokens of the slices that hold
-    /// one of the safe ASCII characters of `chars` (bit `b`: character `b`) or a
-    /// character of more than one byte whose first byte is in `leads`, kept while the
+    /// The sorted-vocabulary positions (ascending) of the tokens of the first `m` slices
+    /// that hold one of the safe ASCII characters of `chars` (bit `b`: character `b`) or
+    /// a character of more than one byte whose first byte is in `leads`, kept while the
     /// slicing keeps fewer than [`MAX_EXCLUDED_UNIONS`] such lists.
     pub(crate) fn holding(
         &self,
         sorted: &SortedVocab,
         chars: u128,
         leads: Leads,
+        m: usize,
     ) -> Arc<Vec<SortedPos>> {
         // The map only ever gains complete entries: a poisoned lock is used as is.
         let mut lists = self.holding.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(list) = lists.get(&(chars, leads)) {
+        if let Some(list) = lists.get(&(chars, leads, m)) {
             return list.clone();
         }
-        let bits = self.holding_bits(chars, leads);
+        let bits = self.holding_bits(chars, leads, m);
         let list: Vec<SortedPos> = SortedPos::range(0, sorted.len())
             .filter(|&p| get_bit(&bits, sorted.token_id(p.index())))
             .collect();
         let list = Arc::new(list);
         if lists.len() < MAX_EXCLUDED_UNIONS {
-            lists.insert((chars, leads), list.clone());
+            lists.insert((chars, leads, m), list.clone());
         }
         list
     }
 
-    /// How many tokens [`Slicing::holding`] lists for `chars` and `leads`, counted
+    /// How many tokens [`Slicing::holding`] lists for `chars`, `leads` and `m`, counted
     /// without listing them.
-    pub(crate) fn holding_count(&self, chars: u128, leads: Leads) -> usize {
-        let bits = self.holding_bits(chars, leads);
+    pub(crate) fn holding_count(&self, chars: u128, leads: Leads, m: usize) -> usize {
+        let bits = self.holding_bits(chars, leads, m);
         bits.iter().map(|w| w.count_ones() as usize).sum()
     }
 
-    /// The bitmask of the tokens of the slices that hold one of `chars`, or a character
-    /// of more than one byte whose first byte is in `leads`.
-    fn holding_bits(&self, chars: u128, leads: Leads) -> Vec<u32> {
+    /// The bitmask of the tokens of the first `m` slices that hold one of `chars`, or a
+    /// character of more than one byte whose first byte is in `leads`.
+    fn holding_bits(&self, chars: u128, leads: Leads, m: usize) -> Vec<u32> {
         let mut bits = if leads == Leads::ALL {
             self.contains_non_ascii.clone()
         } else {
@@ -683,6 +684,11 @@ impl Slicing {
         for b in safe_ascii().filter(|&b| chars >> b & 1 != 0) {
             for (w, &c) in bits.iter_mut().zip(&self.contains[b as usize]) {
                 *w |= c;
+            }
+        }
+        if m <= EXACT {
+            for (w, &u) in bits.iter_mut().zip(self.union(m).iter()) {
+                *w &= u;
             }
         }
         bits
