@@ -952,10 +952,10 @@ mod tests {
         // of their two ends) and an empty part of long runs.
         let by_run = (20 + 1 + 4 + 8) + (RUN_LAYERS - 1) * 8 + 4;
         // Then the unions, one bitmask per safe ASCII character (93) and one for the
-        // others.
+        // others, and `é` with its first byte.
         assert_eq!(
             s.memory(),
-            20 * 6 + 45 + parts + by_tails + by_run + (EXACT + 1) * words * 4 + 94 * words * 4
+            20 * 6 + 45 + parts + by_tails + by_run + (EXACT + 1) * words * 4 + 94 * words * 4 + 16
         );
         let prepared =
             Arc::new(Vocabulary::from_byte_tokens(vec![b"y".to_vec()], &[], &[], None).unwrap());
