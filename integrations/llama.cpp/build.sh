@@ -77,10 +77,19 @@ done
 cmp -s "$repo/ffi/include/grammask.h" "$stage/include/grammask.h" || cp "$repo/ffi/include/grammask.h" "$stage/include/"
 ffi_stage="$stage/libgrammask_ffi.a"
 cmp -s "$ffi_lib" "$ffi_stage" || cp "$ffi_lib" "$ffi_stage"
-build="$cache/build-$LLAMA_CPP_PYTHON_VERSION"
+# ggml is built for the machine (-march=native) but without AMX tiles: a virtual machine
+# may list them among its CPU's features yet fault on their first instruction (ldtilecfg),
+# which kills every model run. The build directory is named after that choice, so that a
+# cache configured before it is not reused.
+cpu_flags=""
+if [ "$(uname -m)" = x86_64 ]; then
+    cpu_flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+fi
+build="$cache/build-$LLAMA_CPP_PYTHON_VERSION-no-amx"
 export PATH="$tools/bin:$PATH"
 if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$stage" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_C_FLAGS="$cpu_flags" -DCMAKE_CXX_FLAGS="$cpu_flags" \
         -DLLAMA_CPP_SOURCE="$src" -DGRAMMASK_FFI_LIB="$ffi_stage" \
         -DGRAMMASK_INCLUDE_DIR="$stage/include" >/dev/null
 fi

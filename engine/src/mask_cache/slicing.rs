@@ -85,9 +85,6 @@ pub(super) const ASCII_SEQS: usize = 3;
 pub(crate) struct Leads(u64);
 
 impl Leads {
-    /// Every first byte of a character of more than one byte.
-    pub(crate) const ALL: Leads = Leads(((1u64 << (0xF4 - 0xC2 + 1)) - 1) << (0xC2 - 0xC0));
-
     /// The first bytes of characters of more than one byte that `read` takes.
     pub(crate) fn read_by(read: impl Fn(u8) -> bool) -> Leads {
         NON_ASCII_LEADS.filter(|&b| read(b)).fold(Leads::default(), |l, b| l.with(b))
@@ -668,19 +665,14 @@ impl Slicing {
     /// The bitmask of the tokens of the first `m` slices that hold one of `chars`, or a
     /// character of more than one byte whose first byte is in `leads`.
     fn holding_bits(&self, chars: u128, leads: Leads, m: usize) -> Vec<u32> {
-        let mut bits = if leads == Leads::ALL {
-            self.contains_non_ascii.clone()
-        } else {
-            let mut bits = vec![0u32; self.contains_non_ascii.len()];
-            if !leads.is_empty() {
-                for &(id, held) in &self.non_ascii_leads {
-                    if held.meets(leads) {
-                        set_bit(&mut bits, id);
-                    }
+        let mut bits = vec![0u32; self.contains_non_ascii.len()];
+        if !leads.is_empty() {
+            for &(id, held) in &self.non_ascii_leads {
+                if held.meets(leads) {
+                    set_bit(&mut bits, id);
                 }
             }
-            bits
-        };
+        }
         for b in safe_ascii().filter(|&b| chars >> b & 1 != 0) {
             for (w, &c) in bits.iter_mut().zip(&self.contains[b as usize]) {
                 *w |= c;
