@@ -578,6 +578,20 @@ impl<'a> Walker<'a> {
         outcome
     }
 
+    /// [`Walker::walk`] over the tokens of the slices at `positions` that hold a
+    /// character the slices do not decide, counted as [`Path::Diverted`].
+    fn walk_diverted(
+        &mut self,
+        start: Level,
+        sorted: &SortedVocab,
+        positions: &[SortedPos],
+        found: &mut Found<u32, SortedPos>,
+    ) {
+        let before = found.len();
+        self.walk(start, &Listed { sorted, positions }, found, None);
+        counters::add(Path::Diverted, || found.len() - before);
+    }
+
     /// [`Walker::walk`] over tails, counted as [`Path::Tails`].
     fn walk_tails(&mut self, start: Level, tails: &Tails, found: &mut Found<u32, SortedPos>) {
         let before = found.len();
@@ -799,10 +813,7 @@ pub(crate) fn classify(
             for part in slicing.remaining(plan.covered) {
                 walker.walk(level, part, &mut found, None);
             }
-            let listed = Listed { sorted, positions: holding };
-            let before = found.len();
-            walker.walk(level, &listed, &mut found, None);
-            counters::add(Path::Diverted, || found.len() - before);
+            walker.walk_diverted(level, sorted, holding, &mut found);
         }
         &RestWalk::Plain { target } => {
             // Every slice is accepted; a token of the rest that starts with safe
@@ -813,10 +824,7 @@ pub(crate) fn classify(
         }
         RestWalk::Bounded { depth, layers, walked } => {
             if let Some(walked) = walked {
-                let listed = Listed { sorted, positions: walked };
-                let before = found.len();
-                walker.walk(level, &listed, &mut found, None);
-                counters::add(Path::Diverted, || found.len() - before);
+                walker.walk_diverted(level, sorted, walked, &mut found);
             }
             // Longer safe runs are rejected whole when the automaton refuses any safe
             // character after `depth` of them, never having been open on the way, and

@@ -53,8 +53,7 @@ impl Excluded {
     /// than one byte: the split then walks every token that holds one.
     pub(crate) fn alphabet_at(dfa: &Dfa, state: StateId) -> Option<(Excluded, bool)> {
         let reads_non_ascii = NON_ASCII_LEADS.clone().any(|b| dfa.next(state, b).is_some());
-        let refused = safe_ascii().filter(|&b| dfa.next(state, b).is_none());
-        let ascii = refused.fold(0u128, |m, b| m | 1 << b);
+        let ascii = refused_ascii(dfa, state);
         let read = safe_ascii().count() - ascii.count_ones() as usize;
         (read >= MIN_READ_FOR_DIVERTING)
             .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, reads_non_ascii))
@@ -68,8 +67,7 @@ impl Excluded {
     /// more than one byte it may read are walked. `None` when it reads none.
     pub(crate) fn walking_leads_at(dfa: &Dfa, state: StateId) -> Option<(Excluded, Leads)> {
         let leads = Leads::read_by(|b| dfa.next(state, b).is_some());
-        let refused = safe_ascii().filter(|&b| dfa.next(state, b).is_none());
-        let ascii = refused.fold(0u128, |m, b| m | 1 << b);
+        let ascii = refused_ascii(dfa, state);
         (!leads.is_empty() && ascii.count_ones() as usize <= MAX_EXCLUDED)
             .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, leads))
     }
@@ -217,6 +215,11 @@ impl RefusedSearch<'_> {
         self.out.extend(chars);
         Some(())
     }
+}
+
+/// The safe ASCII characters `state` refuses, bit `b` for character `b`.
+fn refused_ascii(dfa: &Dfa, state: StateId) -> u128 {
+    safe_ascii().filter(|&b| dfa.next(state, b).is_none()).fold(0, |m, b| m | 1 << b)
 }
 
 /// Small sorted sets of states.
@@ -436,9 +439,8 @@ pub(crate) fn diverted(
     excluded: &Excluded,
     non_ascii_diverts: bool,
 ) -> Option<Diverted> {
-    let reads = |s: StateId| -> u128 {
-        safe_ascii().filter(|&b| dfa.next(s, b).is_some()).fold(0, |m, b| m | 1 << b)
-    };
+    let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
+    let reads = |s: StateId| safe & !refused_ascii(dfa, s);
     let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
     let mut kept = reads(state);
     // Each state met costs a lookup per safe character, twice.
@@ -508,7 +510,6 @@ pub(crate) fn diverted(
         } else {
             Leads::default()
         };
-        let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
         // A split that keeps fewer characters than divert walks more than it takes.
         let worth = kept.count_ones() >= diverting.count_ones().max(1);
         return (worth && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
