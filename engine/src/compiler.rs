@@ -294,7 +294,8 @@ impl Compiler {
         let converted = convert().map_err(CompileError::Grammar)?;
         let finish = converted.all_rules_finish();
         let again = || convert().map(|c| c.grammar).map_err(CompileError::Grammar);
-        self.compile_made(converted.grammar, &again, finish, start)
+        let rarely = &converted.rarely_reached;
+        self.compile_made_keeping(converted.grammar, &again, finish, rarely, start)
     }
 
     /// Compiles a structural tag (XGrammar's JSON format, with or without the outer
@@ -394,9 +395,24 @@ impl Compiler {
         finish: bool,
         start: Instant,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        self.compile_made_keeping(grammar, again, finish, &[], start)
+    }
+
+    /// [`Compiler::compile_made`] with the rules named in `never_inlined` kept calls
+    /// ([`PassConfig::never_inlined`]).
+    fn compile_made_keeping(
+        &self,
+        grammar: Grammar,
+        again: &dyn Fn() -> Result<Grammar, CompileError>,
+        finish: bool,
+        never_inlined: &[String],
+        start: Instant,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
         let deadline = Deadline::starting_at(start, self.config.limits.max_compile_time);
         deadline.check("parsing")?;
-        self.compile_uncached(grammar, again, finish, &deadline)
+        let mut passes = self.config.passes.clone();
+        passes.never_inlined.extend_from_slice(never_inlined);
+        self.compile_uncached(grammar, again, finish, passes, &deadline)
     }
 
     /// The same compiler, keeping compiled grammars in `cache` (keyed by the grammar's
@@ -411,9 +427,9 @@ impl Compiler {
         grammar: Grammar,
         again: &dyn Fn() -> Result<Grammar, CompileError>,
         finish: bool,
+        mut passes: PassConfig,
         deadline: &Deadline,
     ) -> Result<Arc<CompiledGrammar>, CompileError> {
-        let mut passes = self.config.passes.clone();
         let mut grammar = grammar;
         loop {
             match self.compile_with(grammar, finish, &passes, deadline)? {

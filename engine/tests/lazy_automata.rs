@@ -119,3 +119,45 @@ fn a_rule_past_the_state_limit_is_an_error_of_the_call_entering_it() {
         other => panic!("expected the limit automaton_states, got {:?}", other.map(|_| ())),
     }
 }
+
+/// The member of free keys beside listed properties stays a call (the conversion lists
+/// it as rarely reached): its automaton is built when a generation first reaches a place
+/// where a free key may start, with the masks of automata built at compile time on the
+/// way.
+#[test]
+fn free_keys_are_built_when_a_generation_reaches_them() {
+    // One token per printable ASCII character, and `</s>`.
+    let mut tokens: Vec<Vec<u8>> = (b' '..=b'~').map(|b| vec![b]).collect();
+    tokens.push(b"</s>".to_vec());
+    let eos = (tokens.len() - 1) as u32;
+    let v = Vocabulary::from_byte_tokens(tokens, &[eos], &[eos], None).unwrap();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"ab": {"type": "integer"}, "cd": {"type": "integer"}},
+        "required": ["ab"]
+    });
+    let options = grammask_syntax::JsonSchemaOptions::default();
+    let converted = grammask_syntax::json_schema_to_grammar(&schema, &options).unwrap();
+    let [free] = &converted.rarely_reached[..] else {
+        panic!("one member of free keys: {:?}", converted.rarely_reached)
+    };
+    let compile = |lazy| {
+        Compiler::new(&v).with_config(config(lazy)).compile_json_schema_value(&schema, &options)
+    };
+    let (lazy, eager) = (compile(true).unwrap(), compile(false).unwrap());
+    assert!(lazy.grammar().rules.iter().any(|r| r.name == *free), "`{free}` stays a rule");
+    let ids = |text: &str| -> Vec<u32> {
+        text.bytes().map(|b| id(&v, &(b as char).to_string())).chain([eos]).collect()
+    };
+    // Listed keys only, up to the comma after which a free key may start.
+    let listed = ids(r#"{"ab":1}"#);
+    let a = masks_along(&mut Matcher::new(lazy.clone()), &listed);
+    assert_eq!(a, masks_along(&mut Matcher::new(eager.clone()), &listed));
+    let without_free = lazy.num_states();
+    assert!(without_free < eager.num_states(), "{without_free} states: `{free}` is not built");
+    // A free key builds it.
+    let with_free = ids(r#"{"ab":1,"zz":[2]}"#);
+    let a = masks_along(&mut Matcher::new(lazy.clone()), &with_free);
+    assert_eq!(a, masks_along(&mut Matcher::new(eager.clone()), &with_free));
+    assert!(lazy.num_states() > without_free);
+}

@@ -363,6 +363,39 @@ fn free_keys_of_objects_call_one_rule_of_escapes() {
     }
 }
 
+/// The member of free keys beside listed properties, past a few nodes, is a rule listed
+/// as rarely reached (compilers keep it a call); objects without free keys, or with
+/// nothing but free keys, list none.
+#[test]
+fn free_key_members_beside_listed_ones_are_rarely_reached() {
+    let listed = json!({"properties": {"ab": {}, "cd": {"type": "integer"}}, "required": ["ab"]});
+    let closed = json!({"properties": {"ab": {}}, "additionalProperties": false});
+    let map = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+    let any_order = json!({"properties": {"ab": {}, "cd": {}}, "required": ["cd", "ab"]});
+    for (schema, options, rare) in [
+        (&listed, JsonSchemaOptions::default(), 1),
+        (&closed, JsonSchemaOptions::default(), 0),
+        (&map, JsonSchemaOptions::default(), 0),
+        (
+            &any_order,
+            JsonSchemaOptions { property_order: PropertyOrder::Any, ..Default::default() },
+            1,
+        ),
+    ] {
+        let c = json_schema_to_grammar(schema, &options).unwrap();
+        assert_eq!(c.rarely_reached.len(), rare, "{schema}: {:?}", c.rarely_reached);
+        for name in &c.rarely_reached {
+            let r = c.grammar.rules.iter().position(|r| r.name == *name);
+            let r = r.unwrap_or_else(|| panic!("{schema}: no rule `{name}`"));
+            let mut called = false;
+            for rule in &c.grammar.rules {
+                rule.body.for_each_rule_ref(&mut |x| called |= x.index() == r);
+            }
+            assert!(called, "{schema}: `{name}` is called");
+        }
+    }
+}
+
 /// The additional members after the listed ones are written once, whichever listed
 /// member comes first (the key complement is hundreds of nodes, and every copy is
 /// inlined and determinized again), and the object reads the same: listed members in

@@ -2,9 +2,11 @@
 //!
 //! Invariant established: every remaining reference to a non-recursive rule is to a rule
 //! whose body is larger than the inlining limit (or, larger than [`ALWAYS_INLINED_SIZE`],
-//! whose caller reached its size limit), or to a state of more than [`STATE_COPY_MAX`]
-//! referred to more than once, where another state ends (see below);
-//! all others were replaced by the callee's body. Recursive rules (those on a cycle of
+//! whose caller reached its size limit), to a state of more than [`STATE_COPY_MAX`]
+//! referred to more than once, where another state ends (see below), or to a rule that
+//! is never inlined ([`PassConfig::never_inlined`]: what few documents reach, such as the
+//! members of free keys, is built when a generation first enters it, not with its
+//! callers); all others were replaced by the callee's body. Recursive rules (those on a cycle of
 //! the call graph) are never inlined, so the pushdown stack only holds what recursion
 //! needs, and a grammar without recursion usually becomes a single automaton.
 //!
@@ -209,6 +211,9 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
     let spliced: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
+    let never: std::collections::HashSet<&str> =
+        config.never_inlined.iter().map(String::as_str).collect();
+    let kept: Vec<bool> = grammar.rules.iter().map(|r| never.contains(r.name.as_str())).collect();
     // The whole grammar may grow to a weight of `inline_max_total` (or stays as large as
     // it is): copies of rules called from many places must not multiply its size.
     let total = sizes.iter().fold(0usize, |sum, &w| sum.saturating_add(w));
@@ -232,6 +237,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
             let mut ctx = Context {
                 rules: &mut grammar.rules,
                 recursive: &recursive,
+                kept: &kept,
                 spliced: &spliced,
                 states: &states,
                 in_state: states[r],
@@ -261,6 +267,8 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
 struct Context<'a> {
     rules: &'a mut [Rule],
     recursive: &'a [bool],
+    /// Per rule: whether it is never inlined ([`PassConfig::never_inlined`]).
+    kept: &'a [bool],
     /// Per rule: whether it is spliced ([`is_spliced`]).
     spliced: &'a [bool],
     /// Per rule: whether it is a state ([`is_state`]), as the grammar came in.
@@ -302,6 +310,7 @@ fn substitute(
             let cost = size.saturating_mul(copies);
             let callee = &mut ctx.rules[i];
             if !ctx.recursive[i]
+                && !ctx.kept[i]
                 && callee.lookahead.is_none()
                 && !stays_call(callee)
                 && size <= config.inline_max_rule_size
@@ -430,6 +439,25 @@ mod tests {
             matches!(&g.rules[1].body, Expr::Choice(alts) if matches!(alts[0], Expr::Class(_)))
         );
         assert_eq!(recursive_rules(&g), vec![false, true, false]);
+    }
+
+    /// A rule named in [`PassConfig::never_inlined`] stays a call, however small.
+    #[test]
+    fn rules_never_inlined_stay_calls() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let leaf = b.declare("leaf");
+        b.define(leaf, Expr::seq(vec![Expr::literal("x"), Expr::class(false, vec![('0', '9')])]));
+        b.define(root, Expr::seq(vec![Expr::literal("a"), Expr::star(Expr::Rule(leaf))]));
+        let grammar = b.finish(root).unwrap();
+        let calls = |g: &Grammar| {
+            let mut refs = Vec::new();
+            g.rules[root.index()].body.for_each_rule_ref(&mut |r| refs.push(r));
+            refs
+        };
+        assert!(calls(&inline_rules(grammar.clone(), &PassConfig::default())).is_empty());
+        let config = PassConfig { never_inlined: vec!["leaf".into()], ..PassConfig::default() };
+        assert_eq!(calls(&inline_rules(grammar, &config)), vec![leaf]);
     }
 
     #[test]

@@ -49,6 +49,11 @@ pub struct PassConfig {
     /// into them. The compiler adds a rule here when inlining made its automaton blow
     /// up (see [`PassConfig::inlined_work_factor`]).
     pub keep_calls_in: Vec<String>,
+    /// Rules (by name) that are never inlined: every reference to them stays a call, and
+    /// their automata are built when a matcher or the mask cache first enters them. The
+    /// compiler adds the rules a conversion found rarely reached
+    /// ([`grammask_syntax::Converted::rarely_reached`]: the members of free keys).
+    pub never_inlined: Vec<String>,
     /// Work budget of subset construction for a rule (NFA states summed over the DFA
     /// states built): this many per NFA state, plus [`PassConfig::inlined_work_floor`].
     /// A rule past it is built again without inlining into it. Subset construction can
@@ -70,6 +75,7 @@ impl Default for PassConfig {
             inline_max_caller_size: 40_000,
             inline_max_total: 200_000,
             keep_calls_in: Vec::new(),
+            never_inlined: Vec::new(),
             inlined_work_factor: 64,
             inlined_work_floor: 1_000_000,
         }

@@ -200,6 +200,10 @@ pub struct Converted {
     /// Whether every rule of `grammar` was checked to finish (conversion drops the rules
     /// no value satisfies; see [`Converted::all_rules_finish`]).
     all_rules_finish: bool,
+    /// Rules (by name) that only uncommon documents reach: the members of free keys
+    /// beside listed properties. A compiler keeps them calls, so their automata are
+    /// built when a generation first enters one rather than within every object's.
+    pub rarely_reached: Vec<String>,
 }
 
 impl Converted {
@@ -330,17 +334,18 @@ pub fn json_schema_to_grammar(
         memo: HashMap::new(),
         combinations: HashMap::new(),
         escape_rules: HashMap::new(),
+        rarely_reached: Vec::new(),
     };
     let root = conv.b.declare("root");
     let result = conv.run(root);
-    let Converter { b, warnings, .. } = conv;
+    let Converter { b, warnings, rarely_reached, .. } = conv;
     match result {
         Ok(()) => {
             let grammar = b.finish(root).map_err(|u| {
                 Diagnostics::one(Diagnostic::global(format!("internal: rule `{}` undefined", u.0)))
             })?;
             let (grammar, all_rules_finish) = drop_unsatisfiable_rules(grammar);
-            Ok(Converted { grammar, warnings, all_rules_finish })
+            Ok(Converted { grammar, warnings, all_rules_finish, rarely_reached })
         }
         Err(e) => {
             let mut all = warnings;
@@ -477,6 +482,8 @@ pub(crate) struct Converter<'a> {
     /// Rules of the escapes of characters no name uses ([`Converter::foreign_escapes`]),
     /// by the names' characters that have escapes; `None`: there are no such escapes.
     escape_rules: HashMap<Vec<char>, Option<RuleId>>,
+    /// See [`Converted::rarely_reached`].
+    pub(crate) rarely_reached: Vec<String>,
 }
 
 /// A merged subschema, built once.

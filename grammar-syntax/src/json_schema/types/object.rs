@@ -523,6 +523,20 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// The member of free keys beside listed properties (`additional`): a rule of its own
+    /// past `max` nodes, listed as rarely reached ([`crate::json_schema::Converted::rarely_reached`]):
+    /// documents seldom write such keys, so compilers keep it a call and build its
+    /// automaton (a key complement, a value) when a generation first reaches it rather
+    /// than within every object's.
+    fn free_member(&mut self, e: Expr, max: usize) -> Expr {
+        if e.size() <= max {
+            return e;
+        }
+        let id = self.b.add_fresh("additional", e);
+        self.rarely_reached.push(self.b.name(id).to_string());
+        Expr::Rule(id)
+    }
+
     /// [`Converter::rule_past`] of an expression given away.
     pub(super) fn rule_past_owned(&mut self, prefix: &str, e: Expr, max: usize) -> Expr {
         if e.size() > max {
@@ -659,7 +673,7 @@ impl<'a> Converter<'a> {
                 _ => self.rule_past("member", e, MAX_ANY_ORDER_COPIED),
             })
             .collect();
-        let additional = additional.map(|a| self.rule_past("additional", a, MAX_ANY_ORDER_COPIED));
+        let additional = additional.cloned().map(|a| self.free_member(a, MAX_ANY_ORDER_COPIED));
         let additional = additional.as_ref();
         // State (step, set) of a sequence: its first `step` members and the tracked
         // members of `set` written; its rule is rules[step * sets + set].
@@ -771,8 +785,7 @@ impl<'a> Converter<'a> {
             .into_iter()
             .map(|(required, e)| (required, self.rule_past_owned("member", e, MAX_COPIED_MEMBER)))
             .collect();
-        let additional =
-            additional.map(|a| self.rule_past_owned("additional", a, MAX_COPIED_MEMBER));
+        let additional = additional.map(|a| self.free_member(a, MAX_COPIED_MEMBER));
         let additional = additional.as_ref();
         let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
         let use_rules = (first_required + 1) * total > 1024;
@@ -843,8 +856,7 @@ impl<'a> Converter<'a> {
             .into_iter()
             .map(|(required, e)| (required, self.rule_past_owned("member", e, MAX_COPIED_MEMBER)))
             .collect();
-        let additional =
-            additional.map(|a| self.rule_past_owned("additional", a, MAX_COPIED_MEMBER));
+        let additional = additional.map(|a| self.free_member(a, MAX_COPIED_MEMBER));
         // Required and optional members from member i on.
         let mut required_from = vec![0u64; n + 1];
         let mut optional_from = vec![0u64; n + 1];
