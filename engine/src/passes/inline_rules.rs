@@ -6,9 +6,9 @@
 //! referred to more than once, where another state ends (see below), or to a rule that
 //! is never inlined ([`PassConfig::never_inlined`]: what few documents reach, such as the
 //! members of free keys, is built when a generation first enters it, not with its
-//! callers); all others were replaced by the callee's body. Recursive rules (those on a cycle of
-//! the call graph) are never inlined, so the pushdown stack only holds what recursion
-//! needs, and a grammar without recursion usually becomes a single automaton.
+//! callers); all others were replaced by the callee's body. Recursive rules (those on a
+//! cycle of the call graph) are never inlined, so the pushdown stack only holds what
+//! recursion needs, and a grammar without recursion usually becomes a single automaton.
 //!
 //! Sizes are weights ([`Expr::weight`]): IR nodes, with each bounded repetition counted
 //! once per count, as automata hold its copies. A string of `maxLength: 255` is a few

@@ -524,10 +524,10 @@ impl<'a> Converter<'a> {
     }
 
     /// The member of free keys beside listed properties (`additional`): a rule of its own
-    /// past `max` nodes, listed as rarely reached ([`crate::json_schema::Converted::rarely_reached`]):
-    /// documents seldom write such keys, so compilers keep it a call and build its
-    /// automaton (a key complement, a value) when a generation first reaches it rather
-    /// than within every object's.
+    /// past `max` nodes, listed as rarely reached
+    /// ([`crate::json_schema::Converted::rarely_reached`]): documents seldom write such
+    /// keys, so compilers keep it a call and build its automaton (a key complement, a
+    /// value) when a generation first reaches it rather than within every object's.
     fn free_member(&mut self, e: Expr, max: usize) -> Expr {
         if e.size() <= max {
             return e;
