@@ -367,6 +367,29 @@ impl Compiler {
         )
     }
 
+    /// Compiles a JSON Schema its caller converted (to read the warnings first), as
+    /// [`Compiler::compile_json_schema`] compiles its own conversion: the rules the
+    /// conversion found rarely reached stay calls
+    /// ([`grammask_syntax::Converted::rarely_reached`]). `start`: when the conversion
+    /// started (its time counts against the `compile_time` limit).
+    pub fn compile_converted_since(
+        &self,
+        converted: &grammask_syntax::Converted,
+        start: Instant,
+    ) -> Result<Arc<CompiledGrammar>, CompileError> {
+        let grammar = &converted.grammar;
+        let key = || {
+            let kept = converted.rarely_reached.join("\n").into_bytes();
+            [b"converted".into(), crate::serialize::grammar_bytes(grammar).into(), kept.into()]
+        };
+        self.cached(key, || {
+            let again = || Ok(grammar.clone());
+            let finish = converted.all_rules_finish();
+            let rarely = &converted.rarely_reached;
+            self.compile_made_keeping(grammar.clone(), &again, finish, rarely, start)
+        })
+    }
+
     /// `compile()`'s grammar, from the grammar cache when there is one: looked up by its
     /// source (`parts()`, made only then: the kind of source, then what makes it, each
     /// part length-prefixed in the key) and the settings.

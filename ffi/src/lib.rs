@@ -540,9 +540,16 @@ unsafe fn compile(
             let root = if root.is_null() { "root" } else { c_str(root, "root")? };
             let parsed = grammask::parse_grammar_for(text, format, root, vocab)
                 .map_err(|d| Failure::diagnostics(&d, text))?;
-            Ok(parsed.grammar)
+            Ok(Source::Grammar(parsed.grammar))
         })
     }
+}
+
+/// What a source text turns into: a grammar, or a converted JSON Schema (compiled with
+/// its rarely reached rules kept calls, as `Compiler::compile_json_schema` does).
+enum Source {
+    Grammar(grammask::Grammar),
+    Schema(grammask::syntax::Converted),
 }
 
 /// Reads `len` bytes of grammar text, turns them into a grammar with `to_grammar`,
@@ -558,7 +565,7 @@ unsafe fn compile_text(
     len: usize,
     limits: *const GrammaskLimits,
     out: *mut *mut GrammaskGrammar,
-    to_grammar: impl FnOnce(&str, &grammask::Vocabulary) -> Result<grammask::Grammar, Failure>,
+    to_grammar: impl FnOnce(&str, &grammask::Vocabulary) -> Result<Source, Failure>,
 ) -> GrammaskStatus {
     guard(|| {
         let start = std::time::Instant::now();
@@ -571,11 +578,12 @@ unsafe fn compile_text(
                 compiler_config(limits)?,
             )
         };
-        let grammar = to_grammar(text, &v.0)?;
-        let compiled = Compiler::from_arc(v.0.clone())
-            .with_config(config)
-            .compile_grammar_since(&grammar, start)
-            .map_err(|e| Failure::compile(&e, text))?;
+        let compiler = Compiler::from_arc(v.0.clone()).with_config(config);
+        let compiled = match to_grammar(text, &v.0)? {
+            Source::Grammar(grammar) => compiler.compile_grammar_since(&grammar, start),
+            Source::Schema(converted) => compiler.compile_converted_since(&converted, start),
+        }
+        .map_err(|e| Failure::compile(&e, text))?;
         // SAFETY: `out` checked for NULL; writable by contract.
         unsafe { write(out, into_handle(GrammarValue(compiled))) };
         Ok(())
@@ -783,6 +791,7 @@ pub unsafe extern "C" fn grammask_compile_structural_tag(
             let options = grammask::syntax::StructuralTagOptions::default();
             let token_id = |t: &str| v.token_id(t.as_bytes());
             grammask::syntax::parse_structural_tag(text, &options, &token_id)
+                .map(Source::Grammar)
                 .map_err(|d| Failure::diagnostics(&d, text))
         })
     }
@@ -848,6 +857,7 @@ pub unsafe extern "C" fn grammask_compile_lazy_gbnf(
             let parsed = grammask::parse_grammar_for(text, GrammarFormat::Gbnf, root, v)
                 .map_err(|d| Failure::diagnostics(&d, text))?;
             grammask::syntax::lazy::lazy_grammar(parsed.grammar, &triggers)
+                .map(Source::Grammar)
                 .map_err(|d| Failure::diagnostics(&d, text))
         })
     }
@@ -929,7 +939,7 @@ pub unsafe extern "C" fn grammask_compile_json_schema_with_limits(
             let opts = schema_options(options)?;
             let converted = grammask::syntax::parse_json_schema(text, &opts)
                 .map_err(|d| Failure::diagnostics(&d, text))?;
-            Ok(converted.grammar)
+            Ok(Source::Schema(converted))
         })
     }
 }
