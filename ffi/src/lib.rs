@@ -552,7 +552,7 @@ enum Source {
     Schema(grammask::syntax::Converted),
 }
 
-/// Reads `len` bytes of grammar text, turns them into a grammar with `to_grammar`,
+/// Reads `len` bytes of grammar text, turns them into a [`Source`] with `to_source`,
 /// compiles it for `vocab` within `limits` (NULL: the defaults) and writes the new handle
 /// to `*out`.
 ///
@@ -565,7 +565,7 @@ unsafe fn compile_text(
     len: usize,
     limits: *const GrammaskLimits,
     out: *mut *mut GrammaskGrammar,
-    to_grammar: impl FnOnce(&str, &grammask::Vocabulary) -> Result<Source, Failure>,
+    to_source: impl FnOnce(&str, &grammask::Vocabulary) -> Result<Source, Failure>,
 ) -> GrammaskStatus {
     guard(|| {
         let start = std::time::Instant::now();
@@ -579,7 +579,7 @@ unsafe fn compile_text(
             )
         };
         let compiler = Compiler::from_arc(v.0.clone()).with_config(config);
-        let compiled = match to_grammar(text, &v.0)? {
+        let compiled = match to_source(text, &v.0)? {
             Source::Grammar(grammar) => compiler.compile_grammar_since(&grammar, start),
             Source::Schema(converted) => compiler.compile_converted_since(&converted, start),
         }
