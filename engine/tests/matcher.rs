@@ -1188,6 +1188,48 @@ fn diverting_characters_give_the_same_masks() {
     masked_walks_agree(&grammars, 0x5BE0_CD19_137E_2179, 80, 40, || {});
 }
 
+/// Object keys beside patterns: those matching `/.*/` or not (the complement refuses a
+/// second `/` after a first) and those matching `^abc.+$` or not. The key's first
+/// position reads every character: the slices without `/` are accepted whole and the
+/// tokens holding a `/` walked, with the masks of the plain walk.
+#[test]
+fn keys_beside_patterns_give_the_same_masks() {
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for t in ["{", "}", "{\"", "\":", "\":\"", "\",\"", "\"}", "\"", ",", ":", "1", "12"] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let words = [
+        "a", "b", "c", "x", "/", "//", "ab", "abc", "abcd", "abc/", "a/b", "/x/", "x/", "/x",
+        "hello", "world", "path", "to", "file", "name", "key", "value", "alpha", "beta", "gamma",
+        "delta", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "red", "green", "blue", "white", "black", "north", "south", "east", "west", "é", "aé",
+        "日本", "x y", " ", "  ",
+    ];
+    for t in words {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let v = with_stop_token(tokens);
+    for schema in [
+        r#"{"type": "object", "patternProperties": {"/.*/": {"type": "integer"}}}"#,
+        r#"{"type": "object", "patternProperties": {"^abc.+$": {"type": "integer"}}}"#,
+    ] {
+        let grammars = cached_and_plain(&v, &schema_grammar(schema));
+        masked_walks_agree(&grammars, 0x1F83_D9AB_FB41_BD6B, 60, 40, || {});
+    }
+    let schema = r#"{"type": "object", "patternProperties": {"/.*/": {"type": "integer"}}}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"").unwrap();
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let allowed: Vec<String> =
+        fired(&[Path::Diverted], || mask_of(&m)).into_iter().map(text).collect();
+    // Any key may start here: one that matches the pattern or one that does not.
+    for t in ["abc/", "a/b", "/x", "x/", "hello", "日本", "x y", "/", "//", "/x/"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+}
+
 /// A URI's scheme reads letters only (too many refused characters for the slices by
 /// length), and its host a loop that a `%` (hex digits next) and a `[` (an IPv6 address)
 /// leave: both take the slices of their kept characters and walk the tokens holding a

@@ -602,7 +602,8 @@ impl<'a> Walker<'a> {
 
 /// How many times the tokens a [`RestWalk::Diverted`] plan walks must be fewer than
 /// those the plain walk would, for a position whose alphabet [`Excluded::at`] does not
-/// take.
+/// take (or the walk of the parts the slices by length leave, for one that reads every
+/// safe character).
 const DIVERTED_WALK_COST: usize = 3;
 
 /// How a position inside a string takes the vocabulary's slices.
@@ -702,17 +703,30 @@ impl SlicePlan {
         }
         // 0 when a state past the first character could leave with excluded ones.
         let covered = slicing.covered(depth.depth);
-        if covered <= EXACT && !excluded.is_empty() {
+        if covered <= EXACT {
             // Not every slice is covered: a pattern whose characters mostly stay among a
             // few states takes every slice without its refused and diverting characters,
-            // and walks the tokens holding a diverting one. (Where every safe character
-            // is read, the slices fall short because of a bounded length: a chain of
-            // states, no such closure.)
+            // and walks the tokens holding a diverting one. So does a position that reads
+            // every safe character but reaches a state that refuses a few (the keys not
+            // matching `/.*/`: a second `/` is refused). (Where the slices fall short
+            // because of a bounded length, a chain of states, there is no such closure.)
             // (Where nothing diverts, the slices by length serve as well, with their
             // shortcuts for the rest.)
-            let d = diverted(dfa, view.exits, state, &excluded, false);
+            // Reading every safe character, the position must walk fewer tokens than the
+            // slices by length leave, by a margin (the rest walked by length has its
+            // shortcuts): looked for only where those are many.
+            let rest = || slicing.remaining(EXACT + 1).map(Trie::count).sum::<usize>();
+            let by_length = || slicing.remaining(covered).map(Trie::count).sum::<usize>();
+            let sought = !excluded.is_empty() || rest() * DIVERTED_WALK_COST < by_length();
+            let d = sought.then(|| diverted(dfa, view.exits, state, &excluded, false)).flatten();
             if let Some(d) = d.filter(|d| d.diverting != 0) {
-                return Some(SlicePlan::diverted(slicing, sorted, d));
+                let worth = !excluded.is_empty() || {
+                    let walked = rest() + slicing.holding_count(d.diverting, d.leads, EXACT + 1);
+                    walked * DIVERTED_WALK_COST < by_length()
+                };
+                if worth {
+                    return Some(SlicePlan::diverted(slicing, sorted, d));
+                }
             }
         }
         if covered == 0 {

@@ -183,6 +183,36 @@ pub(crate) fn is_state(grammar: &Grammar, calls: &CallGraph, r: usize) -> bool {
 /// see [`inline_rules`].
 pub const STATE_COPY_MAX: usize = 64;
 
+/// For each rule, whether it *opens a loop of states*: a non-recursive state
+/// ([`is_state`]) that refers to a recursive state, directly or through other rules
+/// that open one (the first states of a pattern's complement, `key-not ::= "" | [^a]
+/// key-not-1 | "a" key-not-2`, before the states that loop on every other character).
+///
+/// Such a rule stays a call from the rules that are not states. Inlined there, its first
+/// states would land in the caller and the loop would stay a call from each of them, so
+/// that a string's first character leads into another automaton by one way and stays in
+/// the caller by another: a position there reads no run of the string's characters
+/// whole, and the mask cache walks every token from it. Called, its automaton reads the
+/// loop in place ([`crate::automaton`]'s right-linear rules), as one automaton from the
+/// string's first character on.
+fn opens_loops(
+    sccs: &[Vec<usize>],
+    graph: &[Vec<usize>],
+    states: &[bool],
+    recursive: &[bool],
+) -> Vec<bool> {
+    let mut opens = vec![false; graph.len()];
+    // Components come callees first: a callee's answer is known before its callers'.
+    for scc in sccs {
+        for &r in scc {
+            opens[r] = states[r]
+                && !recursive[r]
+                && graph[r].iter().any(|&c| (recursive[c] && states[c]) || opens[c]);
+        }
+    }
+    opens
+}
+
 /// For each rule, whether it lies on a cycle of the call graph.
 pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
     let calls = CallGraph::of(grammar);
@@ -208,6 +238,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
         (0..grammar.rules.len()).map(|r| is_state(&grammar, &calls, r)).collect();
     let CallGraph { components: sccs, callees: graph, mut refs, .. } = calls;
     let recursive = on_cycles(&sccs, &graph);
+    let opens_loop = opens_loops(&sccs, &graph, &states, &recursive);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
     let spliced: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
@@ -240,6 +271,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 kept: &kept,
                 spliced: &spliced,
                 states: &states,
+                opens_loop: &opens_loop,
                 in_state: states[r],
                 refs: &refs,
                 inlined: 0,
@@ -273,6 +305,8 @@ struct Context<'a> {
     spliced: &'a [bool],
     /// Per rule: whether it is a state ([`is_state`]), as the grammar came in.
     states: &'a [bool],
+    /// Per rule: whether it opens a loop of states ([`opens_loops`]).
+    opens_loop: &'a [bool],
     /// Whether the rule being inlined into is a state.
     in_state: bool,
     /// References to each rule in the grammar (the root counted once more).
@@ -303,6 +337,11 @@ fn substitute(
             if at_end && ctx.in_state && ctx.states[i] && ctx.refs[i] > 1 && size > STATE_COPY_MAX {
                 // A state where another ends: the automaton entering them reads both in
                 // place, each once, where copies would hold every way through the rest.
+                return false;
+            }
+            if ctx.opens_loop[i] && !ctx.in_state {
+                // The first states of a loop of states, entered from a rule that is not
+                // one: a call, whose automaton reads the whole loop in place.
                 return false;
             }
             // What the copies of the body cost the caller: one per copy of the reference
@@ -458,6 +497,71 @@ mod tests {
         assert!(calls(&inline_rules(grammar.clone(), &PassConfig::default())).is_empty());
         let config = PassConfig { never_inlined: vec!["leaf".into()], ..PassConfig::default() };
         assert_eq!(calls(&inline_rules(grammar, &config)), vec![leaf]);
+    }
+
+    /// The first states of a complement (`not ::= "" | [^a] rest | "a" not-a`, before
+    /// the loop `rest`) stay a call from a rule that is not a state, and are inlined
+    /// into one that is.
+    #[test]
+    fn rules_opening_loops_of_states_stay_calls_from_other_rules() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let not = b.declare("not");
+        let not_a = b.declare("not-a");
+        let rest = b.declare("rest");
+        let before = b.declare("before");
+        let other = |except: char| {
+            let below = char::from_u32(except as u32 - 1).unwrap();
+            let above = char::from_u32(except as u32 + 1).unwrap();
+            Expr::class(false, vec![(' ', below), (above, '~')])
+        };
+        b.define(
+            rest,
+            Expr::choice(vec![
+                Expr::Empty,
+                Expr::seq(vec![Expr::class(false, vec![(' ', '~')]), Expr::Rule(rest)]),
+            ]),
+        );
+        b.define(
+            not_a,
+            Expr::choice(vec![Expr::seq(vec![other('b'), Expr::Rule(rest)]), Expr::literal("b")]),
+        );
+        b.define(
+            not,
+            Expr::choice(vec![
+                Expr::Empty,
+                Expr::seq(vec![other('a'), Expr::Rule(rest)]),
+                Expr::seq(vec![Expr::literal("a"), Expr::Rule(not_a)]),
+            ]),
+        );
+        // A state too: `not` is read in place there.
+        b.define(before, Expr::seq(vec![Expr::literal("k"), Expr::Rule(not)]));
+        b.define(
+            root,
+            Expr::seq(vec![
+                Expr::literal("\""),
+                Expr::Rule(not),
+                Expr::literal("\""),
+                Expr::Rule(before),
+                Expr::literal("\""),
+            ]),
+        );
+        let grammar = b.finish(root).unwrap();
+        let calls = CallGraph::of(&grammar);
+        let states: Vec<bool> =
+            (0..grammar.rules.len()).map(|r| is_state(&grammar, &calls, r)).collect();
+        let recursive = on_cycles(&calls.components, &calls.callees);
+        let opens = opens_loops(&calls.components, &calls.callees, &states, &recursive);
+        // `rest` is the loop, `before` opens it through `not`.
+        assert_eq!(opens, vec![false, true, true, false, true]);
+        let g = inline_rules(grammar, &PassConfig::default());
+        let refs = |r: RuleId| {
+            let mut refs = Vec::new();
+            g.rules[r.index()].body.for_each_rule_ref(&mut |c| refs.push(c));
+            refs
+        };
+        assert_eq!(refs(root), vec![not, before]);
+        assert_eq!(refs(before), vec![rest, rest]);
     }
 
     #[test]
