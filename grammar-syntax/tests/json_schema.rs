@@ -396,6 +396,39 @@ fn free_key_members_beside_listed_ones_are_rarely_reached() {
     }
 }
 
+/// An object of many optional members (an event of 89 optional strings of at most 32
+/// characters) holds their large values as rules of their own, rarely reached, so that
+/// a compiler builds only the value a generation writes; the required member's value,
+/// small values and the optional values of an object of few members stay in place.
+#[test]
+fn large_values_of_many_optional_members_are_rarely_reached() {
+    let object = |optional: usize| {
+        let mut properties = serde_json::Map::new();
+        properties.insert("id".into(), json!({"type": "string", "maxLength": 32}));
+        properties.insert("n".into(), json!({"type": "integer"}));
+        for i in 0..optional {
+            properties.insert(format!("field_{i}"), json!({"type": "string", "maxLength": 32}));
+        }
+        json!({"type": "object", "properties": properties, "required": ["id"],
+               "additionalProperties": false})
+    };
+    let options = JsonSchemaOptions::default();
+    let few = json_schema_to_grammar(&object(4), &options).unwrap();
+    assert!(few.rarely_reached.is_empty(), "{:?}", few.rarely_reached);
+    let many = json_schema_to_grammar(&object(40), &options).unwrap();
+    // One rule per optional string; the integer and the required string stay inline.
+    assert_eq!(many.rarely_reached.len(), 40, "{:?}", many.rarely_reached);
+    for name in &many.rarely_reached {
+        let r = many.grammar.rules.iter().position(|r| r.name == *name).unwrap();
+        assert!(name.starts_with("value"), "{name}");
+        let mut calls = 0;
+        for rule in &many.grammar.rules {
+            rule.body.for_each_rule_ref(&mut |x| calls += usize::from(x.index() == r));
+        }
+        assert!(calls >= 1, "`{name}` is called");
+    }
+}
+
 /// The additional members after the listed ones are written once, whichever listed
 /// member comes first (the key complement is hundreds of nodes, and every copy is
 /// inlined and determinized again), and the object reads the same: listed members in

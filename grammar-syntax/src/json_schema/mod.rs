@@ -200,9 +200,10 @@ pub struct Converted {
     /// Whether every rule of `grammar` was checked to finish (conversion drops the rules
     /// no value satisfies; see [`Converted::all_rules_finish`]).
     all_rules_finish: bool,
-    /// Rules (by name) that only uncommon documents reach: the members of free keys
-    /// beside listed properties. A compiler keeps them calls, so their automata are
-    /// built when a generation first enters one rather than within every object's.
+    /// Rules (by name) that few documents reach: the members of free keys beside
+    /// listed properties, and the large values of optional members. A compiler keeps
+    /// them calls, so their automata are built when a generation first enters one
+    /// rather than within every object's.
     pub rarely_reached: Vec<String>,
 }
 

@@ -27,6 +27,14 @@ use std::collections::HashMap;
 /// Largest member expression (IR nodes) copied where an object's member list needs it
 /// more than once; larger ones become rules.
 const MAX_COPIED_MEMBER: usize = 48;
+/// Optional listed members of one object from which their values may become rules of
+/// their own (`Converter::optional_value`).
+const MANY_OPTIONAL_MEMBERS: usize = 16;
+/// Largest value of an optional listed member of an object of many (its
+/// [`Expr::weight`]: IR nodes, a bounded repetition's copies counted) written in the
+/// member; a heavier one becomes a rule that compilers keep a call
+/// (`Converter::optional_value`).
+const MAX_INLINE_OPTIONAL_VALUE: usize = 128;
 /// Most sets of distinct items an array with `uniqueItems` may track (a rule per set of
 /// values written so far): enough for 12 values in any number, or 30 values at most 3.
 pub const MAX_UNIQUE_ITEM_SETS: usize = 4_096;

@@ -363,9 +363,15 @@ impl<'a> Converter<'a> {
         let mut members: Vec<(bool, Expr)> = Vec::new();
         // (position in `required`, index in `members`) of the required members.
         let mut ranked: Vec<(usize, usize)> = Vec::new();
+        // Many optional members: a generation enters the start of each at once.
+        let optional = names.iter().filter(|&n| !f.required.contains(n)).count();
+        let many_optional = optional >= MANY_OPTIONAL_MEMBERS;
         for name in &names {
             let required = f.required.contains(name);
-            let Some(member) = self.listed_member(f, name, fallback.as_ref(), &w, depth)? else {
+            let outline = many_optional && !required;
+            let Some(member) =
+                self.listed_member(f, name, outline, fallback.as_ref(), &w, depth)?
+            else {
                 if required {
                     return Ok(never());
                 }
@@ -406,7 +412,7 @@ impl<'a> Converter<'a> {
             if self.opts.property_order != crate::json_schema::PropertyOrder::Any {
                 let mut named = Vec::new();
                 for n in outside.iter().filter(|n| !names.contains(n)) {
-                    named.extend(self.listed_member(f, n, fallback.as_ref(), &w, depth)?);
+                    named.extend(self.listed_member(f, n, false, fallback.as_ref(), &w, depth)?);
                 }
                 if !named.is_empty() {
                     let before =
@@ -468,12 +474,14 @@ impl<'a> Converter<'a> {
     }
 
     /// The member of a property by its name (key, colon and value, with whitespace), its
-    /// value under every part that applies to the name; `None` when no value may follow
-    /// the name.
+    /// value under every part that applies to the name (with `outline`, a large value a
+    /// rule of its own: `Converter::optional_value`); `None` when no value may follow the
+    /// name.
     fn listed_member(
         &mut self,
         f: &Flat<'a>,
         name: &str,
+        outline: bool,
         fallback: Option<&Sub<'a>>,
         w: &Expr,
         depth: usize,
@@ -499,9 +507,12 @@ impl<'a> Converter<'a> {
             }
         }
         let ptr = format!("{}/properties/{}", f.ptr, crate::json_schema::refs::escape_token(name));
-        let value = self.compile_parts(&parts, &ptr, depth)?;
+        let mut value = self.compile_parts(&parts, &ptr, depth)?;
         if is_never(&value) {
             return Ok(None);
+        }
+        if outline {
+            value = self.optional_value(value);
         }
         Ok(Some(Expr::seq(vec![
             quoted(encode_literal(name, CharEncoding::JsonString)),
@@ -521,6 +532,24 @@ impl<'a> Converter<'a> {
         } else {
             e.clone()
         }
+    }
+
+    /// The value of an optional member of an object of many
+    /// ([`MANY_OPTIONAL_MEMBERS`]): a rule of its own past [`MAX_INLINE_OPTIONAL_VALUE`]
+    /// in weight, listed as rarely reached
+    /// ([`crate::json_schema::Converted::rarely_reached`]). Such an object may go on with
+    /// any of its optional members after each member written, so a generation enters the
+    /// start of every one at once; inline, each member's automaton would hold its whole
+    /// value (a `maxLength: 32` string is some 300 states), all built in that step. As
+    /// calls, only the value written is built, and the values of one schema (the same
+    /// string type under many keys) become one rule.
+    fn optional_value(&mut self, value: Expr) -> Expr {
+        if value.weight() <= MAX_INLINE_OPTIONAL_VALUE {
+            return value;
+        }
+        let id = self.b.add_fresh("value", value);
+        self.rarely_reached.push(self.b.name(id).to_string());
+        Expr::Rule(id)
     }
 
     /// The member of free keys beside listed properties (`additional`): a rule of its own
