@@ -20,7 +20,7 @@ pub fn run(args: &CheckArgs) -> i32 {
         Ok(loaded) => {
             // The engine's own refusals (left recursion it cannot rewrite, limits) count too.
             let compiler = args.limits.compiler(&grammask::byte_vocabulary());
-            if let Err(e) = compiler.compile_grammar(&loaded.grammar) {
+            if let Err(e) = loaded.compile(&compiler) {
                 return super::input::report_refusal(&loaded, &e);
             }
             let rules = loaded.grammar.rules.len();

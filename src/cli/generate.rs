@@ -1,9 +1,9 @@
 //! `grammask generate`: a real model (a quantized Llama-architecture GGUF, on CPU) writes
 //! an answer to a chat prompt, its logits masked by grammask at every step.
 
-use super::input::{self, EXIT_REJECTED, EXIT_USAGE};
+use super::input::{self, LoadedGrammar, EXIT_REJECTED, EXIT_USAGE};
 use grammask::syntax::tools::{self, ToolCallFormat, ToolChoice, ToolsOptions};
-use grammask::{byte_vocabulary, Compiler, Grammar};
+use grammask::{byte_vocabulary, Compiler, Grammar, GrammarFormat};
 use grammask_model::{GenerateOptions, Model, StopReason};
 use std::io::Write;
 use std::path::PathBuf;
@@ -122,26 +122,30 @@ fn load_tools(args: &GenerateArgs, path: &str) -> Result<(Grammar, String, ToolS
     Ok((grammar, path.to_string(), ToolSetup { tools, format }))
 }
 
-fn load(args: &GenerateArgs) -> Result<(Grammar, String), i32> {
-    let loaded = match (&args.grammar, &args.schema, &args.builtin) {
-        (Some(path), _, _) => input::load_grammar(path, None, "root", None)?,
-        (None, Some(path), _) => input::load_grammar(path, Some("json"), "root", None)?,
+fn load(args: &GenerateArgs) -> Result<LoadedGrammar, i32> {
+    match (&args.grammar, &args.schema, &args.builtin) {
+        (Some(path), _, _) => input::load_grammar(path, None, "root", None),
+        (None, Some(path), _) => input::load_grammar(path, Some("json"), "root", None),
         (None, None, Some(name)) => {
             let options = grammask::syntax::JsonSchemaOptions::default();
-            let grammar = grammask::syntax::json_schema::builtin_json_grammar(&options);
-            return Ok((grammar, format!("builtin:{name}")));
+            Ok(LoadedGrammar {
+                grammar: grammask::syntax::json_schema::builtin_json_grammar(&options),
+                name: format!("builtin:{name}"),
+                format: GrammarFormat::JsonSchema,
+                source: String::new(),
+                converted: None,
+            })
         }
         (None, None, None) => {
             eprintln!("grammask: generate needs --grammar, --schema, --builtin or --tools");
-            return Err(EXIT_USAGE);
+            Err(EXIT_USAGE)
         }
-    };
-    Ok((loaded.grammar, loaded.name))
+    }
 }
 
 /// Whether `text` is a whole document of the grammar.
-fn matches(grammar: &Grammar, text: &[u8]) -> bool {
-    let Ok(compiled) = Compiler::new(&byte_vocabulary()).compile_grammar(grammar) else {
+fn matches(loaded: &LoadedGrammar, text: &[u8]) -> bool {
+    let Ok(compiled) = loaded.compile(&Compiler::new(&byte_vocabulary())) else {
         return false;
     };
     let mut matcher = grammask::Matcher::new(compiled);
@@ -155,13 +159,18 @@ pub fn run(args: &GenerateArgs) -> i32 {
         return EXIT_USAGE;
     }
     let loaded = match &args.tools {
-        Some(path) => load_tools(args, path).map(|(g, n, t)| (g, n, Some(t))),
-        None => load(args).map(|(g, n)| (g, n, None)),
+        Some(path) => load_tools(args, path).map(|(grammar, name, t)| {
+            let format = GrammarFormat::StructuralTag;
+            let source = String::new();
+            (LoadedGrammar { grammar, name, format, source, converted: None }, Some(t))
+        }),
+        None => load(args).map(|loaded| (loaded, None)),
     };
-    let (grammar, name, tool_setup) = match loaded {
+    let (loaded, tool_setup) = match loaded {
         Ok(g) => g,
         Err(code) => return code,
     };
+    let name = &loaded.name;
     let path = match grammask_model::model_path(args.model.as_deref()) {
         Ok(p) => p,
         Err(e) => {
@@ -179,9 +188,9 @@ pub fn run(args: &GenerateArgs) -> i32 {
     };
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
-    let compiled = match Compiler::new(&model.vocab).compile_grammar(&grammar) {
+    let compiled = match loaded.compile(&Compiler::new(&model.vocab)) {
         Ok(c) => c,
-        Err(e) => return input::report_compile_error(&name, &e),
+        Err(e) => return input::report_compile_error(name, &e),
     };
     let compile_ms = t.elapsed().as_secs_f64() * 1e3;
     let system = tool_setup.as_ref().map(|t| {
@@ -224,7 +233,7 @@ pub fn run(args: &GenerateArgs) -> i32 {
             return EXIT_REJECTED;
         }
     };
-    let matched = matches(&grammar, &generation.text);
+    let matched = matches(&loaded, &generation.text);
     let text = String::from_utf8_lossy(&generation.text);
     let calls: Vec<serde_json::Value> = tool_setup
         .as_ref()

@@ -42,7 +42,7 @@ pub fn run(args: &MatchArgs) -> i32 {
     if loaded.format == GrammarFormat::JsonSchema {
         input.truncate(input.trim_end_matches([' ', '\t', '\n', '\r']).len());
     }
-    let compiled = match args.limits.compiler(&byte_vocabulary()).compile_grammar(&loaded.grammar) {
+    let compiled = match loaded.compile(&args.limits.compiler(&byte_vocabulary())) {
         Ok(c) => c,
         Err(e) => return report_refusal(&loaded, &e),
     };

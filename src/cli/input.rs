@@ -19,6 +19,26 @@ pub struct LoadedGrammar {
     /// The text it was read from (empty for a built-in grammar), for rendering the
     /// engine's refusals with line:col.
     pub source: String,
+    /// The conversion of a JSON Schema file, compiled as the library compiles its own
+    /// ([`LoadedGrammar::compile`]).
+    pub converted: Option<grammask::syntax::Converted>,
+}
+
+impl LoadedGrammar {
+    /// Compiles the grammar as the library compiles its format: a JSON Schema with the
+    /// rules its conversion found rarely reached kept calls
+    /// ([`grammask::Compiler::compile_converted_since`]), anything else as IR.
+    pub fn compile(
+        &self,
+        compiler: &grammask::Compiler,
+    ) -> Result<std::sync::Arc<grammask::CompiledGrammar>, grammask::CompileError> {
+        match &self.converted {
+            Some(converted) => {
+                compiler.compile_converted_since(converted, std::time::Instant::now())
+            }
+            None => compiler.compile_grammar(&self.grammar),
+        }
+    }
 }
 
 /// Exit code for a refused input (invalid grammar, rejected text, limit).
@@ -83,7 +103,13 @@ pub fn load_grammar(
             for w in &parsed.warnings {
                 eprintln!("{}", w.render(&name, &text));
             }
-            Ok(LoadedGrammar { grammar: parsed.grammar, name, format, source: text })
+            Ok(LoadedGrammar {
+                grammar: parsed.grammar,
+                name,
+                format,
+                source: text,
+                converted: None,
+            })
         }
         Err(diagnostics) => {
             eprintln!("{}", diagnostics.render(&name, &text));
@@ -301,6 +327,7 @@ pub fn load_grammar_args_for(
             name: format!("builtin:{name}"),
             format: GrammarFormat::JsonSchema,
             source: String::new(),
+            converted: None,
         });
     }
     let path = args.grammar.as_deref().unwrap_or("-");
@@ -325,7 +352,8 @@ pub fn load_structural_tag(
     let token_id = |t: &str| vocab.and_then(|v| v.token_id(t.as_bytes()));
     match grammask::syntax::parse_structural_tag(&text, &options, &token_id) {
         Ok(grammar) => {
-            Ok(LoadedGrammar { grammar, name, format: GrammarFormat::StructuralTag, source: text })
+            let format = GrammarFormat::StructuralTag;
+            Ok(LoadedGrammar { grammar, name, format, source: text, converted: None })
         }
         Err(diagnostics) => {
             eprintln!("{}", diagnostics.render(&name, &text));
@@ -350,10 +378,11 @@ pub fn load_schema(path: &str, schema: &SchemaArgs) -> Result<LoadedGrammar, i32
                 eprintln!("{}", w.render(&name, &text));
             }
             Ok(LoadedGrammar {
-                grammar: converted.grammar,
+                grammar: converted.grammar.clone(),
                 name,
                 format: GrammarFormat::JsonSchema,
                 source: text,
+                converted: Some(converted),
             })
         }
         Err(diagnostics) => {

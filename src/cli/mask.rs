@@ -54,7 +54,7 @@ pub fn run(args: &MaskArgs) -> i32 {
         precompute_mask_cache: args.precompute_mask_cache,
         ..compiler.config().clone()
     };
-    let compiled = match compiler.with_config(config).compile_grammar(&loaded.grammar) {
+    let compiled = match loaded.compile(&compiler.with_config(config)) {
         Ok(c) => c,
         Err(e) => return report_refusal(&loaded, &e),
     };
