@@ -547,7 +547,13 @@ impl<'a> Converter<'a> {
         if value.weight() <= MAX_INLINE_OPTIONAL_VALUE {
             return value;
         }
-        let id = self.b.add_fresh("value", value);
+        self.rarely_reached_rule("value", value)
+    }
+
+    /// A reference to a new rule of body `e`, named from `prefix` and listed as rarely
+    /// reached ([`crate::json_schema::Converted::rarely_reached`]).
+    fn rarely_reached_rule(&mut self, prefix: &str, e: Expr) -> Expr {
+        let id = self.b.add_fresh(prefix, e);
         self.rarely_reached.push(self.b.name(id).to_string());
         Expr::Rule(id)
     }
@@ -561,9 +567,7 @@ impl<'a> Converter<'a> {
         if e.size() <= max {
             return e;
         }
-        let id = self.b.add_fresh("additional", e);
-        self.rarely_reached.push(self.b.name(id).to_string());
-        Expr::Rule(id)
+        self.rarely_reached_rule("additional", e)
     }
 
     /// [`Converter::rule_past`] of an expression given away.
