@@ -1230,6 +1230,57 @@ fn keys_beside_patterns_give_the_same_masks() {
     }
 }
 
+/// The keys of an object of many names (200 words of `abcde`: more states than the search
+/// of safe runs follows), free keys, and keys starting with `_` matched by a
+/// pattern. The position of a free key's first character refuses `_` and reads every
+/// other character, and the states after it read every one: the slices without `_` are
+/// accepted whole and the tokens holding one walked, with the masks of the plain walk;
+/// without the pattern nothing is walked but the tokens outside the slices.
+#[test]
+fn keys_of_objects_of_many_names_take_the_slices() {
+    let letters = ["a", "b", "c", "d", "e", "_"];
+    let mut words: Vec<String> = letters.iter().map(|l| l.to_string()).collect();
+    for _ in 0..3 {
+        let longer: Vec<String> = words
+            .iter()
+            .filter(|w| w.len() == words.last().unwrap().len())
+            .flat_map(|w| letters.iter().map(move |l| format!("{w}{l}")))
+            .collect();
+        words.extend(longer);
+    }
+    let mut tokens: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+    for t in ["{", "}", "{\"", "\":", "\":\"", "\",\"", "\"}", "\"", ",", ":", "1", "é", "日本"]
+    {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let v = with_stop_token(tokens);
+    // 200 names of 4 to 8 letters of `abcde`, drawn at random.
+    let mut rng = XorShift::new(0x9E37_79B9_7F4A_7C15);
+    let names: std::collections::BTreeSet<String> =
+        (0..200).map(|_| (0..rng.range(4, 8)).map(|_| letters[rng.below(5)]).collect()).collect();
+    let properties: serde_json::Map<String, serde_json::Value> =
+        names.iter().map(|n| (n.clone(), serde_json::json!({"type": "integer"}))).collect();
+    let with_pattern = serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "patternProperties": {"^_": {"type": "integer"}},
+    });
+    let without = serde_json::json!({"type": "object", "properties": properties});
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    for schema in [&with_pattern, &without] {
+        let grammar = schema_grammar(&schema.to_string());
+        masked_walks_agree(&cached_and_plain(&v, &grammar), 0x005E_ED4A_110B_1EC7, 12, 12, || {});
+    }
+    let mut m = Matcher::new(compile(&schema_grammar(&with_pattern.to_string()), &v));
+    m.accept_string("{\"").unwrap();
+    let allowed: Vec<String> =
+        fired(&[Path::Diverted], || mask_of(&m)).into_iter().map(text).collect();
+    for t in ["abcd", "ab", "e_", "a_b", "_a", "é", "\":"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+}
+
 /// A URI's scheme reads letters only (too many refused characters for the slices by
 /// length), and its host a loop that a `%` (hex digits next) and a `[` (an IPv6 address)
 /// leave: both take the slices of their kept characters and walk the tokens holding a

@@ -23,7 +23,7 @@ use super::counters::{self, Path};
 use super::entry::{ParentMask, PositionMask, TokenList};
 use super::runs::{
     depth_with_calls, diverted, reads_on, run_layers, safe_depth, safe_loop_state, Diverted,
-    Excluded, RuleView, SafeDepth,
+    Excluded, RuleView, SafeDepth, DIVERT_STEPS_PER_TOKEN,
 };
 use super::slicing::{KeyRange, Part, Slicing, Tails, Trie, EXACT, RUN_LAYERS};
 use super::MaskCache;
@@ -660,8 +660,10 @@ impl SlicePlan {
             let starting =
                 || -> usize { first_byte_ranges(dfa, state, sorted).iter().map(|r| r.len()).sum() };
             let alphabet = Excluded::alphabet_at(dfa, state);
-            let d =
-                alphabet.and_then(|(e, non_ascii)| diverted(dfa, view.exits, state, &e, non_ascii));
+            let d = alphabet.and_then(|(e, non_ascii)| {
+                let steps = starting() * DIVERT_STEPS_PER_TOKEN;
+                diverted(dfa, view.exits, state, &e, non_ascii, steps)
+            });
             let leads = Excluded::walking_leads_at(dfa, state);
             if d.is_none() && leads.is_none() {
                 return SlicePlan::through_calls(view, state, slicing, safe_memo);
@@ -708,18 +710,24 @@ impl SlicePlan {
             // few states takes every slice without its refused and diverting characters,
             // and walks the tokens holding a diverting one. So does a position that reads
             // every safe character but reaches a state that refuses a few (the keys not
-            // matching `/.*/`: a second `/` is refused). (Where the slices fall short
-            // because of a bounded length, a chain of states, there is no such closure.)
-            // (Where nothing diverts, the slices by length serve as well, with their
-            // shortcuts for the rest.)
+            // matching `/.*/`: a second `/` is refused), and one whose states are too
+            // many for the depth search but read every safe run (the keys of an object of
+            // many names: nothing diverts). (Where the slices fall short because of a
+            // bounded length, a chain of states, there is no such closure.)
             // Reading every safe character, the position must walk fewer tokens than the
             // slices by length leave, by a margin (the rest walked by length has its
-            // shortcuts): looked for only where those are many.
+            // shortcuts): looked for only where those are many. The search looks up
+            // fewer transitions than it would spare walking tokens.
             let rest = || slicing.remaining(EXACT + 1).map(Trie::count).sum::<usize>();
             let by_length = || slicing.remaining(covered).map(Trie::count).sum::<usize>();
             let sought = !excluded.is_empty() || rest() * DIVERTED_WALK_COST < by_length();
-            let d = sought.then(|| diverted(dfa, view.exits, state, &excluded, false)).flatten();
-            if let Some(d) = d.filter(|d| d.diverting != 0) {
+            let d = sought
+                .then(|| {
+                    let steps = by_length() * DIVERT_STEPS_PER_TOKEN;
+                    diverted(dfa, view.exits, state, &excluded, false, steps)
+                })
+                .flatten();
+            if let Some(d) = d {
                 let worth = !excluded.is_empty() || {
                     let walked = rest() + slicing.holding_count(d.diverting, d.leads, EXACT + 1);
                     walked * DIVERTED_WALK_COST < by_length()

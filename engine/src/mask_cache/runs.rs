@@ -410,9 +410,21 @@ pub(crate) struct Diverted {
 }
 
 /// States of a [`Diverted`] closure at most.
-const MAX_DIVERT_STATES: usize = 64;
-/// Transitions one search for a [`Diverted`] split may look up, at most.
-const MAX_DIVERT_STEPS: usize = 1 << 14;
+const MAX_DIVERT_STATES: usize = 4096;
+/// Characters from the position to the farthest state of a [`Diverted`] closure, at
+/// most: the states of keys not among an object's names are many but near (a trie of the
+/// names), while a bounded string's chain of states is long and read by its length.
+const MAX_DIVERT_DEPTH: usize = 64;
+/// Transitions one search for a [`Diverted`] split may look up, at most, whatever the
+/// walk it would spare.
+const MAX_DIVERT_STEPS: usize = 1 << 19;
+/// Transitions one search may look up, at least, whatever the walk it would spare (a
+/// few tens of microseconds).
+const MIN_DIVERT_STEPS: usize = 1 << 14;
+/// Transitions a search for a [`Diverted`] split may look up per token it would spare
+/// walking: a lookup costs several times less than a token's walk, so a search that
+/// fails costs a fraction of the walk that follows.
+pub(crate) const DIVERT_STEPS_PER_TOKEN: usize = 2;
 /// Safe characters a position past [`MAX_EXCLUDED`] refused ones must read for a
 /// [`Diverted`] split to be sought (positions between a JSON document's values read a
 /// handful).
@@ -425,53 +437,86 @@ const MAX_DIVERTING: u32 = 32;
 /// but those `excluded` lists, which every state of the closure must refuse too); while
 /// a state of their closure refuses some of the kept ASCII ones, either the characters
 /// that lead into that state or those it refuses are no longer kept, the fewer. `None`
-/// when the closure grows past [`MAX_DIVERT_STATES`] states or the search past
-/// [`MAX_DIVERT_STEPS`] lookups, a state of it is open ([`is_open`]), refuses a kept
-/// character of more than one byte or reads one that is not kept, or more than
-/// [`MAX_DIVERTING`] characters divert, or more than are kept. With `non_ascii_diverts`,
-/// the characters of more than one byte are neither kept nor followed: every token
-/// holding one whose first byte a state of the closure reads is walked, the others are
-/// rejected.
+/// when the closure grows past [`MAX_DIVERT_STATES`] states or [`MAX_DIVERT_DEPTH`]
+/// characters, the search past `max_steps` lookups (within [`MIN_DIVERT_STEPS`] and
+/// [`MAX_DIVERT_STEPS`]), a state of it is open
+/// ([`is_open`]), refuses a kept character of more than one byte or reads one that is not
+/// kept, or more than [`MAX_DIVERTING`] characters divert, or more than are kept. With
+/// `non_ascii_diverts`, the characters of more than one byte are neither kept nor
+/// followed: every token holding one whose first byte a state of the closure reads is
+/// walked, the others are rejected. A split where nothing diverts says that every run of
+/// kept characters is read: the keys of an object of many names, whose states are too
+/// many for [`safe_depth`].
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
     state: StateId,
     excluded: &Excluded,
     non_ascii_diverts: bool,
+    max_steps: usize,
 ) -> Option<Diverted> {
     let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
-    let reads = |s: StateId| safe & !refused_ascii(dfa, s);
+    // The safe ASCII characters by byte class (runs of consecutive bytes): one byte of
+    // each class and the class's characters, so that a state is read once per class.
+    let mut classes: Vec<(u8, u128)> = Vec::new();
+    for b in safe_ascii() {
+        match classes.last_mut() {
+            Some((rep, chars)) if dfa.byte_class(*rep) == dfa.byte_class(b) => *chars |= 1 << b,
+            _ => classes.push((b, 1 << b)),
+        }
+    }
+    let refused_by = |s: StateId| {
+        classes.iter().filter(|&&(b, _)| dfa.next(s, b).is_none()).fold(0, |m, &(_, c)| m | c)
+    };
+    let reads = |s: StateId| safe & !refused_by(s);
     let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
     let mut kept = reads(state);
-    // Each state met costs a lookup per safe character, twice.
-    let per_state = 2 * safe_ascii().count();
-    let mut steps = MAX_DIVERT_STEPS;
+    // Each state met costs a lookup per class, twice.
+    let per_state = 2 * classes.len();
+    let mut steps = max_steps.clamp(MIN_DIVERT_STEPS, MAX_DIVERT_STEPS);
+    // Per state: the last round whose closure holds it.
+    let mut met = vec![u32::MAX; dfa.len()];
     // Each round but the last keeps fewer characters, which then divert.
-    'round: for _ in 0..=MAX_DIVERTING {
-        // The closure of `state` by the kept characters, met in breadth-first order.
+    'round: for round in 0..=MAX_DIVERTING {
+        // The closure of `state` by the kept characters, met in breadth-first order, and
+        // where the states one character further than `closure[i]` start.
         let mut closure = vec![state];
-        let mut i = 0;
+        met[state.index()] = round;
+        let (mut i, mut depth, mut layer_end) = (0, 0, 1);
         while let Some(&s) = closure.get(i) {
+            if i == layer_end {
+                depth += 1;
+                layer_end = closure.len();
+                if depth > MAX_DIVERT_DEPTH {
+                    return None;
+                }
+            }
             i += 1;
             steps = steps.checked_sub(per_state)?;
-            let refused = kept & !reads(s);
+            let mut refused = 0;
+            let mut next: StateSet = StateSet::new();
+            for &(b, chars) in &classes {
+                match dfa.next(s, b) {
+                    None => refused |= chars,
+                    Some(t) if chars & kept != 0 && !next.contains(&t) => next.push(t),
+                    Some(_) => {}
+                }
+            }
+            let refused = kept & refused;
             if refused != 0 {
                 // A state that refuses a kept character: either the characters that
                 // lead into it or those it refuses are no longer kept, the fewer (a `%`
                 // before hex digits goes, not every other character; a `[` that letters
                 // lead away from goes, not the letters).
-                let into = safe_ascii()
-                    .filter(|&b| {
-                        kept >> b & 1 != 0
-                            && closure[..i].iter().any(|&q| dfa.next(q, b) == Some(s))
+                steps = steps.checked_sub(i * classes.len())?;
+                let into = classes
+                    .iter()
+                    .filter(|&&(b, chars)| {
+                        chars & kept != 0 && closure[..i].iter().any(|&q| dfa.next(q, b) == Some(s))
                     })
-                    .fold(0u128, |m, b| m | 1 << b);
+                    .fold(0u128, |m, &(_, chars)| m | chars & kept);
                 kept &= !if into.count_ones() <= refused.count_ones() { into } else { refused };
                 continue 'round;
-            }
-            let mut next: StateSet = StateSet::new();
-            for b in safe_ascii().filter(|&b| kept >> b & 1 != 0) {
-                next.extend(dfa.next(s, b));
             }
             if non_ascii_diverts {
                 // Every token holding a character of more than one byte is walked.
@@ -491,10 +536,11 @@ pub(crate) fn diverted(
                 }
             }
             for t in next {
-                if !closure.contains(&t) {
+                if met[t.index()] != round {
                     if closure.len() == MAX_DIVERT_STATES {
                         return None;
                     }
+                    met[t.index()] = round;
                     closure.push(t);
                 }
             }
