@@ -7,14 +7,16 @@
 //!
 //! Equal suffixes share their states: sequences are built from their last item back,
 //! and an item (past the first) equal to one already built into the same target state
-//! reuses that item's entry state instead of new states. Sub-automata are thereby shared
-//! where the rest of the rule is the same (a member written once per way of reaching it
-//! in an object with optional members, the tail after each of them), so subset
-//! construction meets each such suffix once instead of once per copy. An unbounded
-//! repetition loops on a state of its own (its entry, or its last mandatory copy's
-//! target), and an item built in place (a sequence's first, an alternative) that equals
-//! one built into the same target steps into that one's entry: `x ("," x)*` (every
-//! array and object of a schema) holds `x` once.
+//! reuses that item's entry state instead of new states. An item is looked up by a
+//! structural hash kept per node before it is built, so a copy costs a comparison, not
+//! states built and undone. Sub-automata are thereby shared where the rest of the rule is
+//! the same (a member written once per way of reaching it in an object with optional
+//! members, the tail after each of them), so subset construction meets each such suffix
+//! once instead of once per copy. An unbounded repetition loops on a state of its own
+//! (its entry, or its last mandatory copy's target), and an item built in place (a
+//! sequence's first, an alternative) that equals one built into the same target steps
+//! into that one's entry: `x ("," x)*` (every array and object of a schema) holds `x`
+//! once.
 
 use super::right_linear::RightLinear;
 use super::{mix, SetHasher, TextBudget};
@@ -125,7 +127,7 @@ impl Nfa {
             classes,
             spliced,
             built: HashMap::default(),
-            built_log: Vec::new(),
+            keys: HashMap::default(),
             budgets: Vec::new(),
             texts: 0,
             representatives: HashMap::default(),
@@ -227,6 +229,15 @@ impl Nfa {
 /// Where an item was built: its structural hash and target state.
 type BuiltKey = (u64, NfaState);
 
+/// An item built into a target from an entry state of its own.
+#[derive(Clone, Copy)]
+struct BuiltItem<'e> {
+    item: &'e Expr,
+    entry: NfaState,
+    /// The states it took besides its entry.
+    states: u32,
+}
+
 struct Builder<'a, 'e> {
     states: u32,
     edges: Vec<(usize, Edge)>,
@@ -235,10 +246,10 @@ struct Builder<'a, 'e> {
     classes: &'e ClassTable,
     /// See [`Nfa::build`].
     spliced: Splices<'e>,
-    /// Items built into a target from an entry state of their own: the item and its entry.
-    built: HashMap<BuiltKey, (&'e Expr, NfaState), BuildHasherDefault<SetHasher>>,
-    /// The keys of `built` in insertion order, to forget entries whose states are undone.
-    built_log: Vec<BuiltKey>,
+    /// Items built into a target from an entry state of their own.
+    built: HashMap<BuiltKey, BuiltItem<'e>, BuildHasherDefault<SetHasher>>,
+    /// The structural hash of each item met, by address ([`Builder::key`]).
+    keys: HashMap<usize, u64, BuildHasherDefault<SetHasher>>,
     /// Ranges of states built for budgeted free text, with where they stand.
     budgets: Vec<(std::ops::Range<NfaState>, TextBudget)>,
     /// Free texts built so far (each one's region).
@@ -272,54 +283,104 @@ impl<'e> Builder<'_, 'e> {
     }
 
     /// Builds `item` into `to` from an entry state of its own, or reuses the entry of an
-    /// equal item built into `to` before (the states just built are then undone).
-    fn shared_item(&mut self, item: &'e Expr, to: NfaState) -> Result<(NfaState, u64), NfaError> {
+    /// equal item built into `to` before.
+    fn shared_item(&mut self, item: &'e Expr, to: NfaState) -> Result<NfaState, NfaError> {
         let item = self.resolve(item);
-        let (states, edges, log) = (self.states, self.edges.len(), self.built_log.len());
-        let entry = self.state()?;
-        let hash = self.build(item, entry, to, true)?;
-        if let Some(&(earlier, earlier_entry)) = self.built.get(&(hash, to)) {
-            if self.equal(earlier, item) {
-                self.undo(states, edges, log);
-                return Ok((earlier_entry, hash));
+        let hash = self.key(item);
+        let earlier = self.built.get(&(hash, to)).copied();
+        if let Some(earlier) = earlier {
+            if self.equal(earlier.item, item) {
+                return Ok(earlier.entry);
             }
-            return Ok((entry, hash));
         }
-        self.built.insert((hash, to), (item, entry));
-        self.built_log.push((hash, to));
-        Ok((entry, hash))
+        let entry = self.state()?;
+        self.build(item, entry, to, true)?;
+        if earlier.is_none() {
+            let states = self.states - entry - 1;
+            self.built.insert((hash, to), BuiltItem { item, entry, states });
+        }
+        Ok(entry)
     }
 
     /// Builds `item` from `from` (a state with edges of its own) into `to`; when an
     /// equal item of more than a few states was built into `to` from an entry of its
-    /// own, the copy is undone and `from` steps into that entry instead (the first item
-    /// of `x ("," x)*`, whose loop built `x` into the same state).
+    /// own, `from` steps into that entry instead (the first item of `x ("," x)*`, whose
+    /// loop built `x` into the same state).
     fn direct_item(
         &mut self,
         item: &'e Expr,
         from: NfaState,
         to: NfaState,
-    ) -> Result<u64, NfaError> {
+    ) -> Result<(), NfaError> {
         let item = self.resolve(item);
-        let (states, edges, log) = (self.states, self.edges.len(), self.built_log.len());
-        let hash = self.expr(item, from, to)?;
-        if self.states - states > 2 {
-            if let Some(&(earlier, earlier_entry)) = self.built.get(&(hash, to)) {
-                if self.equal(earlier, item) {
-                    self.undo(states, edges, log);
-                    self.edge(from, Edge::Epsilon(earlier_entry));
-                }
+        let hash = self.key(item);
+        if let Some(earlier) = self.built.get(&(hash, to)).copied() {
+            if earlier.states > 2 && self.equal(earlier.item, item) {
+                self.edge(from, Edge::Epsilon(earlier.entry));
+                return Ok(());
             }
         }
-        Ok(hash)
+        self.expr(item, from, to)
+    }
+
+    /// The structural hash of `expr` (equal items have equal ones), kept by address so
+    /// that each node is hashed once: a spliced rule's reference hashes as its body, the
+    /// items of a spliced body among a sequence's as that sequence's items.
+    fn key(&mut self, expr: &'e Expr) -> u64 {
+        let expr = self.resolve(expr);
+        let address = expr as *const Expr as usize;
+        if let Some(&hash) = self.keys.get(&address) {
+            return hash;
+        }
+        let hash = match expr {
+            Expr::Seq(items) => {
+                let mut hash = 4;
+                for item in items {
+                    match self.resolve(item) {
+                        Expr::Seq(inner) => {
+                            for i in inner {
+                                hash = mix(hash, self.key(i));
+                            }
+                        }
+                        _ => hash = mix(hash, self.key(item)),
+                    }
+                }
+                hash
+            }
+            Expr::Choice(alternatives) => alternatives.iter().fold(5, |h, a| mix(h, self.key(a))),
+            Expr::Repeat { expr: inner, min, max } => {
+                let inner = self.key(inner);
+                mix(mix(mix(8, inner), u64::from(*min)), max.map_or(u64::MAX, u64::from))
+            }
+            Expr::Class(class) => match self.classes.get(class) {
+                Some(lowered) => self.key(lowered),
+                None => 11,
+            },
+            Expr::Empty => 1,
+            Expr::Bytes(bytes) => bytes.iter().fold(2, |h, &b| mix(h, u64::from(b))),
+            Expr::ByteRanges(ranges) => {
+                ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi)))
+            }
+            Expr::Rule(rule) => mix(6, rule.index() as u64),
+            Expr::Tokens(set) => (self.token_set)(set).map_or(7, |id| mix(7, u64::from(id.0))),
+            Expr::Text(text) => {
+                let strings = text.avoid.iter().flat_map(|s| s.bytes().chain([0xFF]));
+                let hash = strings.fold(9, |h, b| mix(h, u64::from(b)));
+                let hash = mix(hash, text.until.map_or(u64::MAX, |i| i as u64));
+                mix(hash, text.max_tokens.map_or(u64::MAX, u64::from))
+            }
+        };
+        self.keys.insert(address, hash);
+        hash
     }
 
     /// Whether `earlier` and `item` are equal (as `==` says); when they are, `item` is
     /// remembered as equal to `earlier`'s representative.
     ///
-    /// Items are built, and so compared, from the innermost out, and every item built is
-    /// either new or found equal to an earlier one: comparing two items whose sub-items
-    /// were found equal to the same representative stops there. Without it, copies of
+    /// Items are compared before they are built, from the outermost in: one found equal
+    /// is not built (its sub-items are never compared), and the sub-items of one that is
+    /// built are compared as they are built. Comparing two items whose sub-items were
+    /// found equal to the same representative stops there. Without it, copies of
     /// one subtree that inlining wrote in many places (the states of a pattern's product
     /// with a format or a length bound, each holding the rest of the product) would be
     /// compared again to their ends at each of their levels.
@@ -370,25 +431,6 @@ impl<'e> Builder<'_, 'e> {
         }
     }
 
-    /// Forgets the states, edges, shared entries and budget tags added since the given
-    /// counts.
-    fn undo(&mut self, states: u32, edges: usize, log: usize) {
-        self.states = states;
-        self.edges.truncate(edges);
-        // The state numbers undone are given out again: their budget tags go with them.
-        self.budgets.retain_mut(|(range, _)| {
-            range.end = range.end.min(states);
-            range.start < range.end
-        });
-        for key in self.built_log.drain(log..) {
-            self.built.remove(&key);
-        }
-        while let Some(&(rule, _)) = self.members.last().filter(|m| m.1 >= states) {
-            self.members.pop();
-            self.member_entries.remove(&rule);
-        }
-    }
-
     /// The entry state of linear rule `rule`'s body, built in place and ending where the
     /// rule being built ends: one for every reference to it.
     fn member_entry(&mut self, rule: RuleId) -> Result<NfaState, NfaError> {
@@ -401,9 +443,8 @@ impl<'e> Builder<'_, 'e> {
         Ok(entry)
     }
 
-    /// Adds states and edges so that paths from `from` to `to` spell `expr`; returns a
-    /// structural hash of `expr`.
-    fn expr(&mut self, expr: &'e Expr, from: NfaState, to: NfaState) -> Result<u64, NfaError> {
+    /// Adds states and edges so that paths from `from` to `to` spell `expr`.
+    fn expr(&mut self, expr: &'e Expr, from: NfaState, to: NfaState) -> Result<(), NfaError> {
         self.build(expr, from, to, false)
     }
 
@@ -415,13 +456,9 @@ impl<'e> Builder<'_, 'e> {
         from: NfaState,
         to: NfaState,
         fresh: bool,
-    ) -> Result<u64, NfaError> {
-        let expr = self.resolve(expr);
-        let hash = match expr {
-            Expr::Empty => {
-                self.edge(from, Edge::Epsilon(to));
-                1
-            }
+    ) -> Result<(), NfaError> {
+        match self.resolve(expr) {
+            Expr::Empty => self.edge(from, Edge::Epsilon(to)),
             Expr::Bytes(bytes) => {
                 let mut cur = from;
                 for (i, &byte) in bytes.iter().enumerate() {
@@ -432,18 +469,16 @@ impl<'e> Builder<'_, 'e> {
                 if bytes.is_empty() {
                     self.edge(from, Edge::Epsilon(to));
                 }
-                bytes.iter().fold(2, |h, &b| mix(h, u64::from(b)))
             }
             Expr::ByteRanges(ranges) => {
                 for &(lo, hi) in ranges {
                     self.edge(from, Edge::Bytes { lo, hi, to });
                 }
-                ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi)))
             }
             Expr::Class(class) => {
                 let lowered =
                     self.classes.get(class).ok_or(NfaError::Unlowered("character class"))?;
-                self.expr(lowered, from, to)?
+                self.expr(lowered, from, to)?;
             }
             Expr::Seq(items) => {
                 // The items of spliced bodies among the others (a fused sequence holds
@@ -462,45 +497,33 @@ impl<'e> Builder<'_, 'e> {
                 };
                 // From the last item back: each item's target is already final, so equal
                 // suffixes meet equal keys.
-                let mut hash = 4;
                 let mut target = to;
                 for (i, &item) in items.iter().enumerate().rev() {
-                    let h = if i == 0 {
-                        self.direct_item(item, from, target)?
+                    if i == 0 {
+                        self.direct_item(item, from, target)?;
                     } else {
-                        let (entry, h) = self.shared_item(item, target)?;
-                        target = entry;
-                        h
-                    };
-                    hash = mix(hash, h);
+                        target = self.shared_item(item, target)?;
+                    }
                 }
                 if items.is_empty() {
                     self.edge(from, Edge::Epsilon(to));
                 }
-                hash
             }
             Expr::Choice(alternatives) => {
-                let mut hash = 5;
                 for alternative in alternatives {
-                    hash = mix(hash, self.direct_item(alternative, from, to)?);
+                    self.direct_item(alternative, from, to)?;
                 }
-                hash
             }
             Expr::Rule(rule) => match self.in_place {
                 Some(p) if to == self.accept && p.linear.is_linear(*rule) => {
                     let entry = self.member_entry(*rule)?;
                     self.edge(from, Edge::Epsilon(entry));
-                    mix(10, rule.index() as u64)
                 }
-                _ => {
-                    self.edge(from, Edge::Call { rule: *rule, to });
-                    mix(6, rule.index() as u64)
-                }
+                _ => self.edge(from, Edge::Call { rule: *rule, to }),
             },
             Expr::Tokens(set) => {
                 let id = (self.token_set)(set).ok_or(NfaError::Unlowered("token set"))?;
                 self.edge(from, Edge::Tokens { set: id, to });
-                mix(7, u64::from(id.0))
             }
             Expr::Text(text) => {
                 let automaton = self.classes.text(text).ok_or(NfaError::Unlowered("free text"))?;
@@ -534,7 +557,7 @@ impl<'e> Builder<'_, 'e> {
                             .ok_or(NfaError::Unlowered("character class"))?;
                         // Equal classes into the same state share their multi-byte states.
                         let before = self.states;
-                        let (entry, _) = self.shared_item(lowered, dest)?;
+                        let entry = self.shared_item(lowered, dest)?;
                         self.edge(id, Edge::Epsilon(entry));
                         if let Some(n) = text.max_tokens {
                             // Inside a character: as far into the end string as the
@@ -550,17 +573,12 @@ impl<'e> Builder<'_, 'e> {
                         }
                     }
                 }
-                let strings = text.avoid.iter().flat_map(|s| s.bytes().chain([0xFF]));
-                let hash = strings.fold(9, |h, b| mix(h, u64::from(b)));
-                let hash = mix(hash, text.until.map_or(u64::MAX, |i| i as u64));
-                mix(hash, text.max_tokens.map_or(u64::MAX, u64::from))
             }
             Expr::Repeat { expr, min, max } => {
                 let mut cur = from;
-                let mut inner = 0;
                 for _ in 0..*min {
                     let next = self.state()?;
-                    inner = self.expr(expr, cur, next)?;
+                    self.expr(expr, cur, next)?;
                     cur = next;
                 }
                 match max {
@@ -569,7 +587,7 @@ impl<'e> Builder<'_, 'e> {
                         // target, or a fresh entry): what follows the loop meets the same
                         // target as the copies before it, and shares their states (the
                         // two `x` of `x ("," x)*` are one).
-                        inner = self.expr(expr, cur, cur)?;
+                        self.expr(expr, cur, cur)?;
                         self.edge(cur, Edge::Epsilon(to));
                     }
                     None => {
@@ -578,7 +596,7 @@ impl<'e> Builder<'_, 'e> {
                         let head = self.state()?;
                         self.edge(cur, Edge::Epsilon(head));
                         let tail = self.state()?;
-                        inner = self.expr(expr, head, tail)?;
+                        self.expr(expr, head, tail)?;
                         self.edge(tail, Edge::Epsilon(head));
                         self.edge(head, Edge::Epsilon(to));
                     }
@@ -588,16 +606,15 @@ impl<'e> Builder<'_, 'e> {
                         for k in *min..*max {
                             self.edge(cur, Edge::Epsilon(to));
                             let next = if k + 1 == *max { to } else { self.state()? };
-                            inner = self.expr(expr, cur, next)?;
+                            self.expr(expr, cur, next)?;
                             cur = next;
                         }
                     }
                     Some(_) => self.edge(cur, Edge::Epsilon(to)),
                 }
-                mix(mix(mix(8, inner), u64::from(*min)), max.map_or(u64::MAX, u64::from))
             }
-        };
-        Ok(hash)
+        }
+        Ok(())
     }
 }
 
