@@ -479,6 +479,11 @@ impl GrammarBuilder {
         &self.rules[id.index()].name
     }
 
+    /// The body of rule `id`, as defined so far.
+    pub fn body(&self, id: RuleId) -> &Expr {
+        &self.rules[id.index()].body
+    }
+
     /// Whether `id` has a body already.
     pub fn is_defined(&self, id: RuleId) -> bool {
         self.defined[id.index()]

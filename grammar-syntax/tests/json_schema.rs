@@ -398,8 +398,9 @@ fn free_key_members_beside_listed_ones_are_rarely_reached() {
 
 /// An object of many optional members (an event of 89 optional strings of at most 32
 /// characters) holds their large values as rules of their own, rarely reached, so that
-/// a compiler builds only the value a generation writes; the required member's value,
-/// small values and the optional values of an object of few members stay in place.
+/// a compiler builds only the value a generation writes, and so does an object of
+/// several optional members writing one value; the required member's value, small values
+/// and the optional values of an object of few members stay in place.
 #[test]
 fn large_values_of_many_optional_members_are_rarely_reached() {
     let object = |optional: usize| {
@@ -413,19 +414,63 @@ fn large_values_of_many_optional_members_are_rarely_reached() {
                "additionalProperties": false})
     };
     let options = JsonSchemaOptions::default();
-    let few = json_schema_to_grammar(&object(4), &options).unwrap();
-    assert!(few.rarely_reached.is_empty(), "{:?}", few.rarely_reached);
-    let many = json_schema_to_grammar(&object(40), &options).unwrap();
-    // One rule per optional string; the integer and the required string stay inline.
-    assert_eq!(many.rarely_reached.len(), 40, "{:?}", many.rarely_reached);
-    for name in &many.rarely_reached {
-        let r = many.grammar.rules.iter().position(|r| r.name == *name).unwrap();
-        assert!(name.starts_with("value"), "{name}");
+    let calls_of = |c: &grammask_syntax::json_schema::Converted, name: &str| {
+        let r = c.grammar.rules.iter().position(|r| r.name == *name).unwrap();
         let mut calls = 0;
-        for rule in &many.grammar.rules {
+        for rule in &c.grammar.rules {
             rule.body.for_each_rule_ref(&mut |x| calls += usize::from(x.index() == r));
         }
-        assert!(calls >= 1, "`{name}` is called");
+        calls
+    };
+    // Two optional members besides the integer: their strings stay inline.
+    let few = json_schema_to_grammar(&object(2), &options).unwrap();
+    assert!(few.rarely_reached.is_empty(), "{:?}", few.rarely_reached);
+    // Several optional members writing one string: one rule, called by each; the integer
+    // and the required string stay inline. So past many optional members, by weight.
+    for optional in [4, 40] {
+        let c = json_schema_to_grammar(&object(optional), &options).unwrap();
+        assert_eq!(c.rarely_reached.len(), 1, "{:?}", c.rarely_reached);
+        let name = &c.rarely_reached[0];
+        assert!(name.starts_with("value"), "{name}");
+        assert!(calls_of(&c, name) >= optional, "`{name}` is called by every member");
+    }
+}
+
+/// Objects alike as the values of several optional members (each with its free members,
+/// its values referring to definitions, so light in weight): one rule of the value,
+/// called by every member, holding one rule of the free members.
+#[test]
+fn values_written_alike_by_several_optional_members_are_one_rule() {
+    let keys = json!({"type": "array", "items": {"type": "string", "maxLength": 40}});
+    let role = json!({"type": "object", "properties": {
+        "allowed": {"$ref": "#/definitions/keys"}, "denied": {"$ref": "#/definitions/keys"}}});
+    let mut properties = serde_json::Map::new();
+    for name in ["ais", "crew", "friend", "guests", "public"] {
+        properties.insert(name.into(), role.clone());
+    }
+    let schema = json!({"type": "object", "properties": properties,
+                        "definitions": {"keys": keys}});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let values: Vec<&String> = c.rarely_reached.iter().filter(|n| n.starts_with("value")).collect();
+    assert_eq!(values.len(), 1, "{:?}", c.rarely_reached);
+    let value = c.grammar.rules.iter().position(|r| r.name == *values[0]).unwrap();
+    let mut calls = 0;
+    for rule in &c.grammar.rules {
+        rule.body.for_each_rule_ref(&mut |x| calls += usize::from(x.index() == value));
+    }
+    assert!(calls >= 5, "{calls} calls: {:?}", c.rarely_reached);
+    let free: Vec<&String> =
+        c.rarely_reached.iter().filter(|n| n.starts_with("additional")).collect();
+    assert_eq!(free.len(), 2, "the root's free members and the roles': {:?}", c.rarely_reached);
+    for text in [
+        r#"{}"#,
+        r#"{"ais":{"allowed":["a","b"]},"crew":{"denied":[]},"public":{"x":1}}"#,
+        r#"{"guests":{"allowed":["a"],"denied":["b"],"other":[1]},"more":true}"#,
+    ] {
+        assert!(ReferenceMatcher::new(&c.grammar).matches(text), "{text}");
+    }
+    for text in [r#"{"ais":{"allowed":[1]}}"#, r#"{"crew":{"denied":"x"}}"#] {
+        assert!(!ReferenceMatcher::new(&c.grammar).matches(text), "{text}");
     }
 }
 

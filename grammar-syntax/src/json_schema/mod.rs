@@ -336,6 +336,7 @@ pub fn json_schema_to_grammar(
         combinations: HashMap::new(),
         escape_rules: HashMap::new(),
         rarely_reached: Vec::new(),
+        rarely_reached_by_body: Default::default(),
     };
     let root = conv.b.declare("root");
     let result = conv.run(root);
@@ -485,6 +486,9 @@ pub(crate) struct Converter<'a> {
     escape_rules: HashMap<Vec<char>, Option<RuleId>>,
     /// See [`Converted::rarely_reached`].
     pub(crate) rarely_reached: Vec<String>,
+    /// Those rules by their name's prefix and a hash of their body, so that equal ones
+    /// are one (`Converter::rarely_reached_rule`).
+    pub(crate) rarely_reached_by_body: rustc_hash::FxHashMap<(&'static str, u64), Vec<RuleId>>,
 }
 
 /// A merged subschema, built once.

@@ -366,11 +366,16 @@ impl<'a> Converter<'a> {
         // Many optional members: a generation enters the start of each at once.
         let optional = names.iter().filter(|&n| !f.required.contains(n)).count();
         let many_optional = optional >= MANY_OPTIONAL_MEMBERS;
+        let member_of = |(key, value)| {
+            Expr::seq(vec![key, w.clone(), Expr::literal(":"), w.clone(), value, w.clone()])
+        };
+        // Each listed member's key and value, and whether it is required.
+        let mut listed: Vec<(bool, Expr, Expr)> = Vec::new();
         for name in &names {
             let required = f.required.contains(name);
             let outline = many_optional && !required;
-            let Some(member) =
-                self.listed_member(f, name, outline, fallback.as_ref(), &w, depth)?
+            let Some((key, value)) =
+                self.listed_member(f, name, outline, fallback.as_ref(), depth)?
             else {
                 if required {
                     return Ok(never());
@@ -378,15 +383,16 @@ impl<'a> Converter<'a> {
                 continue;
             };
             if let Some(rank) = f.required.iter().position(|r| r == name) {
-                ranked.push((rank, members.len()));
+                ranked.push((rank, listed.len()));
             }
-            members.push((required, member));
+            listed.push((required, key, value));
         }
+        if optional >= SHARED_VALUE_MEMBERS {
+            self.share_equal_values(&mut listed);
+        }
+        members.extend(listed.into_iter().map(|(required, k, v)| (required, member_of((k, v)))));
         ranked.sort_unstable();
         let required_order: Vec<usize> = ranked.into_iter().map(|(_, i)| i).collect();
-        let member_of = |(key, value)| {
-            Expr::seq(vec![key, w.clone(), Expr::literal(":"), w.clone(), value, w.clone()])
-        };
         // Whether one listed member may stand for several members of the object.
         let mut several = false;
         for witness in &f.unlisted_witnesses {
@@ -412,7 +418,8 @@ impl<'a> Converter<'a> {
             if self.opts.property_order != crate::json_schema::PropertyOrder::Any {
                 let mut named = Vec::new();
                 for n in outside.iter().filter(|n| !names.contains(n)) {
-                    named.extend(self.listed_member(f, n, false, fallback.as_ref(), &w, depth)?);
+                    let member = self.listed_member(f, n, false, fallback.as_ref(), depth)?;
+                    named.extend(member.map(member_of));
                 }
                 if !named.is_empty() {
                     let before =
@@ -483,9 +490,8 @@ impl<'a> Converter<'a> {
         name: &str,
         outline: bool,
         fallback: Option<&Sub<'a>>,
-        w: &Expr,
         depth: usize,
-    ) -> Result<Option<Expr>, Diagnostic> {
+    ) -> Result<Option<(Expr, Expr)>, Diagnostic> {
         let (mut parts, evaluated) = self.property_parts(f, name);
         if !evaluated {
             parts.extend(fallback.cloned());
@@ -514,14 +520,7 @@ impl<'a> Converter<'a> {
         if outline {
             value = self.optional_value(value);
         }
-        Ok(Some(Expr::seq(vec![
-            quoted(encode_literal(name, CharEncoding::JsonString)),
-            w.clone(),
-            Expr::literal(":"),
-            w.clone(),
-            value,
-            w.clone(),
-        ])))
+        Ok(Some((quoted(encode_literal(name, CharEncoding::JsonString)), value)))
     }
 
     /// `e` itself when it has at most `max` IR nodes, else a reference to a new rule of
@@ -550,11 +549,48 @@ impl<'a> Converter<'a> {
         self.rarely_reached_rule("value", value)
     }
 
-    /// A reference to a new rule of body `e`, named from `prefix` and listed as rarely
-    /// reached ([`crate::json_schema::Converted::rarely_reached`]).
-    fn rarely_reached_rule(&mut self, prefix: &str, e: Expr) -> Expr {
+    /// The values that several optional members of an object of some
+    /// ([`SHARED_VALUE_MEMBERS`]) write alike (one object type under several keys), past
+    /// [`MIN_SHARED_OPTIONAL_VALUE`] in weight: one rule, listed as rarely reached
+    /// ([`crate::json_schema::Converted::rarely_reached`]). Such a value's weight says
+    /// little when it refers to definitions, which compilers copy in; inline, every
+    /// member's automaton would hold a copy, all built in the step that enters the
+    /// object's members. As one call it is built once, when first written.
+    fn share_equal_values(&mut self, listed: &mut [(bool, Expr, Expr)]) {
+        let shareable =
+            |v: &Expr| !matches!(v, Expr::Rule(_)) && v.weight() > MIN_SHARED_OPTIONAL_VALUE;
+        let mut counts: rustc_hash::FxHashMap<&Expr, usize> = Default::default();
+        for (_, _, value) in listed.iter().filter(|m| !m.0 && shareable(&m.2)) {
+            *counts.entry(value).or_default() += 1;
+        }
+        // In the members' order, so that the rules are numbered alike in every run.
+        let mut shared: Vec<Expr> = Vec::new();
+        for (_, _, value) in listed.iter().filter(|m| !m.0) {
+            if counts.get(value).is_some_and(|&n| n >= 2) && !shared.contains(value) {
+                shared.push(value.clone());
+            }
+        }
+        for value in shared {
+            let rule = self.rarely_reached_rule("value", value.clone());
+            for m in listed.iter_mut().filter(|m| !m.0 && m.2 == value) {
+                m.2 = rule.clone();
+            }
+        }
+    }
+
+    /// A reference to a rule of body `e`, named from `prefix` and listed as rarely
+    /// reached ([`crate::json_schema::Converted::rarely_reached`]): a new one, or the one
+    /// made before from an equal body (the free members of objects alike), so that what
+    /// holds it compares equal too.
+    fn rarely_reached_rule(&mut self, prefix: &'static str, e: Expr) -> Expr {
+        let key = (prefix, std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, &e));
+        let same = self.rarely_reached_by_body.get(&key).into_iter().flatten();
+        if let Some(&id) = same.into_iter().find(|&&id| *self.b.body(id) == e) {
+            return Expr::Rule(id);
+        }
         let id = self.b.add_fresh(prefix, e);
         self.rarely_reached.push(self.b.name(id).to_string());
+        self.rarely_reached_by_body.entry(key).or_default().push(id);
         Expr::Rule(id)
     }
 
