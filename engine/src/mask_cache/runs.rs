@@ -439,14 +439,13 @@ const MAX_DIVERTING: u32 = 32;
 /// that lead into that state or those it refuses are no longer kept, the fewer. `None`
 /// when the closure grows past [`MAX_DIVERT_STATES`] states or [`MAX_DIVERT_DEPTH`]
 /// characters, the search past `max_steps` lookups (within [`MIN_DIVERT_STEPS`] and
-/// [`MAX_DIVERT_STEPS`]), a state of it is open
-/// ([`is_open`]), refuses a kept character of more than one byte or reads one that is not
-/// kept, or more than [`MAX_DIVERTING`] characters divert, or more than are kept. With
-/// `non_ascii_diverts`, the characters of more than one byte are neither kept nor
-/// followed: every token holding one whose first byte a state of the closure reads is
-/// walked, the others are rejected. A split where nothing diverts says that every run of
-/// kept characters is read: the keys of an object of many names, whose states are too
-/// many for [`safe_depth`].
+/// [`MAX_DIVERT_STEPS`]), a state of it is open ([`is_open`]), refuses a kept character
+/// of more than one byte or reads one that is not kept, or more than [`MAX_DIVERTING`]
+/// characters divert, or more than are kept. With `non_ascii_diverts`, the characters of
+/// more than one byte are neither kept nor followed: every token holding one whose first
+/// byte a state of the closure reads is walked, the others are rejected. A split where
+/// nothing diverts says that every run of kept characters is read: the keys of an object
+/// of many names, whose states are too many for [`safe_depth`].
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
