@@ -324,8 +324,7 @@ impl<'e> Builder<'_, 'e> {
     }
 
     /// The structural hash of `expr` (equal items have equal ones), kept by address so
-    /// that each node is hashed once: a spliced rule's reference hashes as its body, the
-    /// items of a spliced body among a sequence's as that sequence's items.
+    /// that each node is hashed once; a spliced rule's reference hashes as its body.
     fn key(&mut self, expr: &'e Expr) -> u64 {
         let expr = self.resolve(expr);
         let address = expr as *const Expr as usize;
@@ -333,20 +332,7 @@ impl<'e> Builder<'_, 'e> {
             return hash;
         }
         let hash = match expr {
-            Expr::Seq(items) => {
-                let mut hash = 4;
-                for item in items {
-                    match self.resolve(item) {
-                        Expr::Seq(inner) => {
-                            for i in inner {
-                                hash = mix(hash, self.key(i));
-                            }
-                        }
-                        _ => hash = mix(hash, self.key(item)),
-                    }
-                }
-                hash
-            }
+            Expr::Seq(items) => items.iter().fold(4, |h, i| mix(h, self.key(i))),
             Expr::Choice(alternatives) => alternatives.iter().fold(5, |h, a| mix(h, self.key(a))),
             Expr::Repeat { expr: inner, min, max } => {
                 let inner = self.key(inner);

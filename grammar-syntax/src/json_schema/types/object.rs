@@ -563,17 +563,14 @@ impl<'a> Converter<'a> {
         for (_, _, value) in listed.iter().filter(|m| !m.0 && shareable(&m.2)) {
             *counts.entry(value).or_default() += 1;
         }
-        // In the members' order, so that the rules are numbered alike in every run.
-        let mut shared: Vec<Expr> = Vec::new();
-        for (_, _, value) in listed.iter().filter(|m| !m.0) {
-            if counts.get(value).is_some_and(|&n| n >= 2) && !shared.contains(value) {
-                shared.push(value.clone());
-            }
-        }
-        for value in shared {
-            let rule = self.rarely_reached_rule("value", value.clone());
-            for m in listed.iter_mut().filter(|m| !m.0 && m.2 == value) {
-                m.2 = rule.clone();
+        let shared: Vec<bool> =
+            listed.iter().map(|m| !m.0 && counts.get(&m.2).is_some_and(|&n| n >= 2)).collect();
+        // In the members' order, so that the rules are numbered alike in every run; equal
+        // values meet the one rule made from the first.
+        for (m, shared) in listed.iter_mut().zip(shared) {
+            if shared {
+                let value = std::mem::replace(&mut m.2, Expr::Empty);
+                m.2 = self.rarely_reached_rule("value", value);
             }
         }
     }
