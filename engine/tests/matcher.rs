@@ -1082,6 +1082,70 @@ fn tokens_across_chunk_ends_give_the_same_masks() {
     });
 }
 
+/// A pattern's product with a length bound (`[A-z]+` within 3 to 64 characters): the
+/// states past the pattern's match are calls, while the others are read in place, so that
+/// runs of string characters reach a state that only calls at each length. The slices
+/// count what those calls read: every token of string characters is taken whole, and the
+/// masks are the plain walk's.
+#[test]
+fn runs_into_the_called_states_of_a_patterns_product_take_the_slices() {
+    let texts = [
+        "{",
+        "}",
+        "{\"",
+        "\":\"",
+        "\"",
+        "\",\"",
+        "\"}",
+        ",",
+        ":",
+        "1",
+        "A",
+        "As",
+        "Asi",
+        "Asia",
+        "Asia\"",
+        "a\",",
+        "region",
+        "North America",
+        "abcdefghijkl",
+        "1234",
+        "12",
+        "  ",
+        "-",
+        "é",
+        "日本",
+        "\\",
+        "\\n",
+        "\\u00e9",
+    ];
+    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
+    // The tokens of string characters only, most longer than the two characters read
+    // before the first states that only call.
+    let runs = texts.iter().filter(|t| !t.contains(['"', '\\'])).count() as u64;
+    let schema = r#"{"type": "object", "properties": {"region": {"type": "string",
+        "minLength": 3, "maxLength": 64, "pattern": "[A-z]+"}}, "required": ["region"],
+        "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"region\":\"").unwrap();
+    let before = counters::snapshot();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    for t in
+        ["North America", "abcdefghijkl", "1234", "region", "{", "é", "\\", "\\u00e9", "Asia\""]
+    {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["\"", "a\",", "\"}"] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
+    masked_walks_agree(&grammars, 0x510E_527F_ADE6_82D1, 60, 40, || {});
+}
+
 /// Patterns whose characters mostly loop among a few states (`[A-Za-z0-9]` runs, `.` and
 /// `@` leading elsewhere, an e-mail address's local part): the slices without the other
 /// characters are accepted whole, and the tokens holding a diverting character walked.

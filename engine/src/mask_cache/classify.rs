@@ -695,8 +695,9 @@ impl SlicePlan {
         let slicing = slicing();
         let mut depth =
             safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
-        if depth.last.is_some() && excluded.is_empty() {
-            // The run ends in a call (the next chunk of a long string): the calls count.
+        if depth.ends_in_calls && excluded.is_empty() {
+            // Runs reach states that only call (the next chunk of a long string, a
+            // pattern's product with a length bound): what the calls read counts.
             let cap = slicing.depth_cap();
             let more = reads_on(&view.rule_view(safe_memo), state, depth, cap, &view.rules());
             if more > depth.depth {

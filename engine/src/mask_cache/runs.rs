@@ -11,6 +11,7 @@ use crate::automaton::Dfa;
 use crate::follow::{ByteSet, RuleExits};
 use crate::ids::StateId;
 use grammask_syntax::ir::RuleId;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
@@ -383,9 +384,12 @@ pub(crate) fn run_layers(
 
 /// Whether every state of `set` refuses the first byte of every safe character.
 fn refuses_every_char(dfa: &Dfa, set: &StateSet) -> bool {
-    set.iter().all(|&s| {
-        SAFE_CHARS.iter().all(|seq| (seq[0].0..=seq[0].1).all(|b| dfa.next(s, b).is_none()))
-    })
+    set.iter().all(|&s| refuses_every_char_at(dfa, s))
+}
+
+/// Whether `state` refuses the first byte of every safe character.
+fn refuses_every_char_at(dfa: &Dfa, state: StateId) -> bool {
+    SAFE_CHARS.iter().all(|seq| (seq[0].0..=seq[0].1).all(|b| dfa.next(state, b).is_none()))
 }
 
 /// A position of a pattern whose characters mostly lead to a few states that read them
@@ -588,16 +592,18 @@ pub(crate) struct SafeDepth {
     /// whose caller reads on). Such runs are context-dependent whatever they hold after
     /// that.
     pub(crate) leaves_longer: bool,
-    /// The one state every run of `depth` safe characters leads to, when it refuses the
-    /// first byte of every safe character (a chain of states that ends in a call: the
-    /// characters before a long string's next chunk).
-    pub(crate) last: Option<StateId>,
+    /// Whether some state that runs of `depth` safe characters lead to refuses the
+    /// first byte of every safe character and calls a rule: runs reach it, then read on
+    /// in its callees ([`reads_on`] counts how far). The characters before a long
+    /// string's next chunk; a pattern's product with a length bound, whose states past
+    /// the pattern's match are calls while the others are read in place.
+    pub(crate) ends_in_calls: bool,
 }
 
 impl SafeDepth {
     /// `depth` alone, with nothing claimed about longer runs.
     pub(crate) fn only(depth: usize) -> SafeDepth {
-        SafeDepth { depth, rejects_longer: false, leaves_longer: false, last: None }
+        SafeDepth { depth, rejects_longer: false, leaves_longer: false, ends_in_calls: false }
     }
 }
 
@@ -692,6 +698,11 @@ impl RuleView<'_> {
     }
 }
 
+/// Searches [`depth_past_calls`] makes at most from the states one depth query reaches
+/// (each a state that only calls, counted through its calls): past them, such a state
+/// counts for no character more.
+const MAX_CALL_SEARCHES: u32 = 32;
+
 /// The safe characters read for certain from `state` of a rule called from `to` of
 /// another (at most `cap`): the callee's own [`safe_depth`], and when every longer run
 /// leaves the callee there ([`SafeDepth::leaves_longer`]: the end of a string's chunk),
@@ -713,9 +724,9 @@ pub(crate) fn depth_through_return<'a>(
 }
 
 /// The safe characters read for certain from `state` of `rule` (at most `cap`), its
-/// calls counted: its own [`safe_depth`], with what it reads on from the state its runs
-/// end at ([`SafeDepth::last`], which reads on through calls), or, if more, a callee's
-/// from its start, and when every longer run leaves the callee there
+/// calls counted: its own [`safe_depth`], with what its runs read on past the states
+/// that only call ([`SafeDepth::ends_in_calls`], [`depth_past_calls`]), or, if more, a
+/// callee's from its start, and when every longer run leaves the callee there
 /// ([`SafeDepth::leaves_longer`]), what `rule` reads on from the call's return state (a
 /// long string's chunks, one call after another). `rules` gives the callees' automata.
 /// Each way reads every run of its depth by itself, so the largest holds.
@@ -725,7 +736,8 @@ pub(crate) fn depth_with_calls<'a>(
     cap: usize,
     rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
 ) -> usize {
-    reads_on(rule, state, rule.own_depth(state, cap), cap, rules)
+    let searches = Cell::new(MAX_CALL_SEARCHES);
+    depth_with_calls_within(rule, state, cap, rules, &searches)
 }
 
 /// [`depth_with_calls`] from `state`'s own [`safe_depth`] (without excluded
@@ -737,9 +749,33 @@ pub(crate) fn reads_on<'a>(
     cap: usize,
     rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
 ) -> usize {
+    let searches = Cell::new(MAX_CALL_SEARCHES);
+    reads_on_within(rule, state, own, cap, rules, &searches)
+}
+
+/// [`depth_with_calls`], with at most `searches` more [`depth_past_calls`] searches.
+fn depth_with_calls_within<'a>(
+    rule: &RuleView<'a>,
+    state: StateId,
+    cap: usize,
+    rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
+    searches: &Cell<u32>,
+) -> usize {
+    reads_on_within(rule, state, rule.own_depth(state, cap), cap, rules, searches)
+}
+
+/// [`reads_on`], with at most `searches` more [`depth_past_calls`] searches.
+fn reads_on_within<'a>(
+    rule: &RuleView<'a>,
+    state: StateId,
+    own: SafeDepth,
+    cap: usize,
+    rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
+    searches: &Cell<u32>,
+) -> usize {
     let mut best = own.depth;
-    if let Some(last) = own.last.filter(|_| own.depth > 0 && own.depth < cap) {
-        best = best.max(own.depth + depth_with_calls(rule, last, cap - own.depth, rules));
+    if own.ends_in_calls && own.depth > 0 && own.depth < cap {
+        best = best.max(depth_past_calls(rule, state, cap, rules, searches));
     }
     for &(callee, back) in rule.dfa.calls(state) {
         if best >= cap {
@@ -749,11 +785,64 @@ pub(crate) fn reads_on<'a>(
         let own = view.start_depth(cap);
         let mut depth = own.depth;
         if own.leaves_longer && own.depth > 0 && own.depth < cap {
-            depth += depth_with_calls(rule, back, cap - own.depth, rules);
+            depth += depth_with_calls_within(rule, back, cap - own.depth, rules, searches);
         }
         best = best.max(depth);
     }
     best.min(cap)
+}
+
+/// The safe characters read for certain from `state` of `rule` (at most `cap`) when its
+/// runs reach states that refuse every safe character but call rules: a breadth-first
+/// search by characters in which each such state ends its runs there and counts what
+/// they read on from it ([`depth_with_calls`]: its calls, and after their return). Each
+/// run leads to one state of each layer, so the least of its branches holds. A state
+/// that reads some safe characters but not all ends the search.
+///
+/// A lower bound: past [`MAX_VISITED_STATES`] states, a layer of more than
+/// [`MAX_LEVEL_STATES`], or `searches` (each state that only calls takes one), it counts
+/// what it has read so far.
+fn depth_past_calls<'a>(
+    rule: &RuleView<'a>,
+    state: StateId,
+    cap: usize,
+    rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
+    searches: &Cell<u32>,
+) -> usize {
+    let (dfa, reps) = (rule.dfa, class_reps(rule.dfa));
+    let mut visited: Vec<StateId> = vec![state];
+    let mut layer: StateSet = smallvec::smallvec![state];
+    let (mut bound, mut depth) = (cap, 0);
+    while depth < bound && !layer.is_empty() {
+        let mut next = StateSet::new();
+        for &s in &layer {
+            if depth > 0 && refuses_every_char_at(dfa, s) {
+                let left = searches.get();
+                let on = if left == 0 || dfa.calls(s).is_empty() {
+                    0
+                } else {
+                    searches.set(left - 1);
+                    depth_with_calls_within(rule, s, bound - depth, rules, searches)
+                };
+                bound = bound.min(depth + on);
+                continue;
+            }
+            match step_char(dfa, rule.exits, reps, &smallvec::smallvec![s], None).next {
+                Some(after) => next.extend(after),
+                None => return bound.min(depth),
+            }
+        }
+        next.sort_unstable();
+        next.dedup();
+        next.retain(|t| !visited.contains(t));
+        if next.len() > MAX_LEVEL_STATES || visited.len() + next.len() > MAX_VISITED_STATES {
+            return bound.min(depth + 1);
+        }
+        visited.extend_from_slice(&next);
+        layer = next;
+        depth += 1;
+    }
+    bound.min(cap)
 }
 
 /// [`safe_depth`]'s search, reading the safe characters (only those `reference` reads,
@@ -776,7 +865,7 @@ fn search_depth(
     let mut unbounded = false;
     let mut rejects_longer = false;
     let mut leaves_longer = false;
-    let mut last = None;
+    let mut ends_in_calls = false;
     let reps = class_reps(dfa);
     let known =
         |s: StateId| memo.get(s.index()).map_or(UNKNOWN_DEPTH, |m| m.load(Ordering::Relaxed));
@@ -809,10 +898,8 @@ fn search_depth(
             rejects_longer = refuses && !open;
             leaves_longer =
                 refuses && layer.iter().all(|&s| dfa.is_accepting(s) && is_open(exits, s));
-            last = match layer.as_slice() {
-                &[one] if refuses => Some(one),
-                _ => None,
-            };
+            ends_in_calls = depth > 0
+                && layer.iter().any(|&s| !dfa.calls(s).is_empty() && refuses_every_char_at(dfa, s));
             break depth;
         };
         open |= step.open;
@@ -842,5 +929,5 @@ fn search_depth(
             m.store(bound, Ordering::Relaxed);
         }
     }
-    (SafeDepth { depth: found, rejects_longer, leaves_longer, last }, open)
+    (SafeDepth { depth: found, rejects_longer, leaves_longer, ends_in_calls }, open)
 }
