@@ -592,6 +592,10 @@ pub(crate) struct SafeDepth {
     /// whose caller reads on). Such runs are context-dependent whatever they hold after
     /// that.
     pub(crate) leaves_longer: bool,
+    /// The one state every run of `depth` safe characters leads to, when it refuses the
+    /// first byte of every safe character (a chain of states that ends in a call: the
+    /// characters before a long string's next chunk).
+    pub(crate) last: Option<StateId>,
     /// Whether some state that runs of `depth` safe characters lead to refuses the
     /// first byte of every safe character and calls a rule: runs reach it, then read on
     /// in its callees ([`reads_on`] counts how far). The characters before a long
@@ -603,7 +607,13 @@ pub(crate) struct SafeDepth {
 impl SafeDepth {
     /// `depth` alone, with nothing claimed about longer runs.
     pub(crate) fn only(depth: usize) -> SafeDepth {
-        SafeDepth { depth, rejects_longer: false, leaves_longer: false, ends_in_calls: false }
+        SafeDepth {
+            depth,
+            rejects_longer: false,
+            leaves_longer: false,
+            last: None,
+            ends_in_calls: false,
+        }
     }
 }
 
@@ -725,11 +735,12 @@ pub(crate) fn depth_through_return<'a>(
 
 /// The safe characters read for certain from `state` of `rule` (at most `cap`), its
 /// calls counted: its own [`safe_depth`], with what its runs read on past the states
-/// that only call ([`SafeDepth::ends_in_calls`], [`depth_past_calls`]), or, if more, a
-/// callee's from its start, and when every longer run leaves the callee there
-/// ([`SafeDepth::leaves_longer`]), what `rule` reads on from the call's return state (a
-/// long string's chunks, one call after another). `rules` gives the callees' automata.
-/// Each way reads every run of its depth by itself, so the largest holds.
+/// that only call ([`SafeDepth::last`], [`SafeDepth::ends_in_calls`],
+/// [`depth_past_calls`]), or, if more, a callee's from its start, and when every longer
+/// run leaves the callee there ([`SafeDepth::leaves_longer`]), what `rule` reads on from
+/// the call's return state (a long string's chunks, one call after another). `rules`
+/// gives the callees' automata. Each way reads every run of its depth by itself, so the
+/// largest holds.
 pub(crate) fn depth_with_calls<'a>(
     rule: &RuleView<'a>,
     state: StateId,
@@ -774,7 +785,7 @@ fn reads_on_within<'a>(
     searches: &Cell<u32>,
 ) -> usize {
     let mut best = own.depth;
-    if own.ends_in_calls && own.depth > 0 && own.depth < cap {
+    if (own.last.is_some() || own.ends_in_calls) && own.depth > 0 && own.depth < cap {
         best = best.max(depth_past_calls(rule, state, cap, rules, searches));
     }
     for &(callee, back) in rule.dfa.calls(state) {
@@ -865,6 +876,7 @@ fn search_depth(
     let mut unbounded = false;
     let mut rejects_longer = false;
     let mut leaves_longer = false;
+    let mut last = None;
     let mut ends_in_calls = false;
     let reps = class_reps(dfa);
     let known =
@@ -898,6 +910,10 @@ fn search_depth(
             rejects_longer = refuses && !open;
             leaves_longer =
                 refuses && layer.iter().all(|&s| dfa.is_accepting(s) && is_open(exits, s));
+            last = match layer.as_slice() {
+                &[one] if refuses => Some(one),
+                _ => None,
+            };
             ends_in_calls = depth > 0
                 && layer.iter().any(|&s| !dfa.calls(s).is_empty() && refuses_every_char_at(dfa, s));
             break depth;
@@ -929,5 +945,5 @@ fn search_depth(
             m.store(bound, Ordering::Relaxed);
         }
     }
-    (SafeDepth { depth: found, rejects_longer, leaves_longer, ends_in_calls }, open)
+    (SafeDepth { depth: found, rejects_longer, leaves_longer, last, ends_in_calls }, open)
 }
