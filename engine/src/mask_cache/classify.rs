@@ -695,7 +695,7 @@ impl SlicePlan {
         let slicing = slicing();
         let mut depth =
             safe_depth(dfa, view.exits, state, slicing.depth_cap(), safe_memo, &excluded);
-        if (depth.last.is_some() || depth.ends_in_calls) && excluded.is_empty() {
+        if depth.ends_in_calls && excluded.is_empty() {
             // Runs reach states that only call (the next chunk of a long string, a
             // pattern's product with a length bound): what the calls read counts.
             let cap = slicing.depth_cap();

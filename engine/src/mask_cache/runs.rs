@@ -592,28 +592,19 @@ pub(crate) struct SafeDepth {
     /// whose caller reads on). Such runs are context-dependent whatever they hold after
     /// that.
     pub(crate) leaves_longer: bool,
-    /// The one state every run of `depth` safe characters leads to, when it refuses the
-    /// first byte of every safe character (a chain of states that ends in a call: the
-    /// characters before a long string's next chunk).
-    pub(crate) last: Option<StateId>,
-    /// Whether some state that runs of `depth` safe characters lead to refuses the
-    /// first byte of every safe character and calls a rule: runs reach it, then read on
-    /// in its callees ([`reads_on`] counts how far). The characters before a long
-    /// string's next chunk; a pattern's product with a length bound, whose states past
-    /// the pattern's match are calls while the others are read in place.
+    /// Whether runs of `depth` safe characters reach a state that refuses the first byte
+    /// of every safe character and calls a rule, or all reach one state that refuses
+    /// them: runs may read on past it, through its calls or the position's own
+    /// ([`reads_on`] counts how far). The characters before a long string's next chunk;
+    /// a pattern's product with a length bound, whose states past the pattern's match
+    /// are calls while the others are read in place.
     pub(crate) ends_in_calls: bool,
 }
 
 impl SafeDepth {
     /// `depth` alone, with nothing claimed about longer runs.
     pub(crate) fn only(depth: usize) -> SafeDepth {
-        SafeDepth {
-            depth,
-            rejects_longer: false,
-            leaves_longer: false,
-            last: None,
-            ends_in_calls: false,
-        }
+        SafeDepth { depth, rejects_longer: false, leaves_longer: false, ends_in_calls: false }
     }
 }
 
@@ -735,20 +726,18 @@ pub(crate) fn depth_through_return<'a>(
 
 /// The safe characters read for certain from `state` of `rule` (at most `cap`), its
 /// calls counted: its own [`safe_depth`], with what its runs read on past the states
-/// that only call ([`SafeDepth::last`], [`SafeDepth::ends_in_calls`],
-/// [`depth_past_calls`]), or, if more, a callee's from its start, and when every longer
-/// run leaves the callee there ([`SafeDepth::leaves_longer`]), what `rule` reads on from
-/// the call's return state (a long string's chunks, one call after another). `rules`
-/// gives the callees' automata. Each way reads every run of its depth by itself, so the
-/// largest holds.
+/// that only call ([`SafeDepth::ends_in_calls`], [`depth_past_calls`]), or, if more, a
+/// callee's from its start, and when every longer run leaves the callee there
+/// ([`SafeDepth::leaves_longer`]), what `rule` reads on from the call's return state (a
+/// long string's chunks, one call after another). `rules` gives the callees' automata.
+/// Each way reads every run of its depth by itself, so the largest holds.
 pub(crate) fn depth_with_calls<'a>(
     rule: &RuleView<'a>,
     state: StateId,
     cap: usize,
     rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
 ) -> usize {
-    let searches = Cell::new(MAX_CALL_SEARCHES);
-    depth_with_calls_within(rule, state, cap, rules, &searches)
+    reads_on(rule, state, rule.own_depth(state, cap), cap, rules)
 }
 
 /// [`depth_with_calls`] from `state`'s own [`safe_depth`] (without excluded
@@ -764,18 +753,8 @@ pub(crate) fn reads_on<'a>(
     reads_on_within(rule, state, own, cap, rules, &searches)
 }
 
-/// [`depth_with_calls`], with at most `searches` more [`depth_past_calls`] searches.
-fn depth_with_calls_within<'a>(
-    rule: &RuleView<'a>,
-    state: StateId,
-    cap: usize,
-    rules: &dyn Fn(RuleId) -> Option<RuleView<'a>>,
-    searches: &Cell<u32>,
-) -> usize {
-    reads_on_within(rule, state, rule.own_depth(state, cap), cap, rules, searches)
-}
-
-/// [`reads_on`], with at most `searches` more [`depth_past_calls`] searches.
+/// [`reads_on`] (and so [`depth_with_calls`]), with at most `searches` more
+/// [`depth_past_calls`] searches.
 fn reads_on_within<'a>(
     rule: &RuleView<'a>,
     state: StateId,
@@ -785,7 +764,7 @@ fn reads_on_within<'a>(
     searches: &Cell<u32>,
 ) -> usize {
     let mut best = own.depth;
-    if (own.last.is_some() || own.ends_in_calls) && own.depth > 0 && own.depth < cap {
+    if own.ends_in_calls && own.depth > 0 && own.depth < cap {
         best = best.max(depth_past_calls(rule, state, cap, rules, searches));
     }
     for &(callee, back) in rule.dfa.calls(state) {
@@ -796,7 +775,8 @@ fn reads_on_within<'a>(
         let own = view.start_depth(cap);
         let mut depth = own.depth;
         if own.leaves_longer && own.depth > 0 && own.depth < cap {
-            depth += depth_with_calls_within(rule, back, cap - own.depth, rules, searches);
+            let cap = cap - own.depth;
+            depth += reads_on_within(rule, back, rule.own_depth(back, cap), cap, rules, searches);
         }
         best = best.max(depth);
     }
@@ -833,7 +813,8 @@ fn depth_past_calls<'a>(
                     0
                 } else {
                     searches.set(left - 1);
-                    depth_with_calls_within(rule, s, bound - depth, rules, searches)
+                    let cap = bound - depth;
+                    reads_on_within(rule, s, rule.own_depth(s, cap), cap, rules, searches)
                 };
                 bound = bound.min(depth + on);
                 continue;
@@ -876,7 +857,6 @@ fn search_depth(
     let mut unbounded = false;
     let mut rejects_longer = false;
     let mut leaves_longer = false;
-    let mut last = None;
     let mut ends_in_calls = false;
     let reps = class_reps(dfa);
     let known =
@@ -910,12 +890,11 @@ fn search_depth(
             rejects_longer = refuses && !open;
             leaves_longer =
                 refuses && layer.iter().all(|&s| dfa.is_accepting(s) && is_open(exits, s));
-            last = match layer.as_slice() {
-                &[one] if refuses => Some(one),
-                _ => None,
-            };
-            ends_in_calls = depth > 0
-                && layer.iter().any(|&s| !dfa.calls(s).is_empty() && refuses_every_char_at(dfa, s));
+            ends_in_calls = (refuses && layer.len() == 1)
+                || depth > 0
+                    && layer
+                        .iter()
+                        .any(|&s| !dfa.calls(s).is_empty() && refuses_every_char_at(dfa, s));
             break depth;
         };
         open |= step.open;
@@ -945,5 +924,5 @@ fn search_depth(
             m.store(bound, Ordering::Relaxed);
         }
     }
-    (SafeDepth { depth: found, rejects_longer, leaves_longer, last, ends_in_calls }, open)
+    (SafeDepth { depth: found, rejects_longer, leaves_longer, ends_in_calls }, open)
 }
