@@ -327,6 +327,11 @@ impl<'e> Builder<'_, 'e> {
     /// that each node is hashed once; a spliced rule's reference hashes as its body.
     fn key(&mut self, expr: &'e Expr) -> u64 {
         let expr = self.resolve(expr);
+        // A byte string's, a range list's or a call's hash costs less than looking it up:
+        // only the others are kept.
+        if let Some(hash) = leaf_key(expr) {
+            return hash;
+        }
         let address = expr as *const Expr as usize;
         if let Some(&hash) = self.keys.get(&address) {
             return hash;
@@ -342,12 +347,6 @@ impl<'e> Builder<'_, 'e> {
                 Some(lowered) => self.key(lowered),
                 None => 11,
             },
-            Expr::Empty => 1,
-            Expr::Bytes(bytes) => bytes.iter().fold(2, |h, &b| mix(h, u64::from(b))),
-            Expr::ByteRanges(ranges) => {
-                ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi)))
-            }
-            Expr::Rule(rule) => mix(6, rule.index() as u64),
             Expr::Tokens(set) => (self.token_set)(set).map_or(7, |id| mix(7, u64::from(id.0))),
             Expr::Text(text) => {
                 let strings = text.avoid.iter().flat_map(|s| s.bytes().chain([0xFF]));
@@ -355,6 +354,8 @@ impl<'e> Builder<'_, 'e> {
                 let hash = mix(hash, text.until.map_or(u64::MAX, |i| i as u64));
                 mix(hash, text.max_tokens.map_or(u64::MAX, u64::from))
             }
+            // Hashed by `leaf_key` above.
+            Expr::Empty | Expr::Bytes(_) | Expr::ByteRanges(_) | Expr::Rule(_) => 0,
         };
         self.keys.insert(address, hash);
         hash
@@ -601,6 +602,20 @@ impl<'e> Builder<'_, 'e> {
             }
         }
         Ok(())
+    }
+}
+
+/// The structural hash ([`Builder::key`]) of the empty string, a byte string, byte ranges
+/// or a call; `None` for the other items.
+fn leaf_key(expr: &Expr) -> Option<u64> {
+    match expr {
+        Expr::Empty => Some(1),
+        Expr::Bytes(bytes) => Some(bytes.iter().fold(2, |h, &b| mix(h, u64::from(b)))),
+        Expr::ByteRanges(ranges) => Some(
+            ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi))),
+        ),
+        Expr::Rule(rule) => Some(mix(6, rule.index() as u64)),
+        _ => None,
     }
 }
 
