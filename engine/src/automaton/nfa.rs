@@ -261,7 +261,7 @@ struct Builder<'a, 'e> {
     /// bodies after the rule's own.
     members: Vec<(RuleId, NfaState)>,
     /// The entry state of each member in `members`.
-    member_entries: HashMap<RuleId, NfaState>,
+    member_entries: HashMap<RuleId, NfaState, BuildHasherDefault<SetHasher>>,
     /// The accepting state: an item built into it ends the rule.
     accept: NfaState,
     /// Items found equal to an earlier one, by address: that one's representative (see
