@@ -18,6 +18,7 @@ use grammask_syntax::text::TextAutomaton;
 use regex_syntax::utf8::Utf8Sequences;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::sync::{Arc, LazyLock, RwLock};
 
 /// Invariant established: no [`Expr::Class`] remains; each became its UTF-8 byte
 /// automaton.
@@ -41,7 +42,7 @@ pub(crate) type ByClass<V> = HashMap<CharClass, V, BuildHasherDefault<SetHasher>
 /// The lowered form of every distinct class of a grammar, for automaton construction.
 #[derive(Debug, Default)]
 pub(crate) struct ClassTable {
-    lowered: ByClass<Expr>,
+    lowered: ByClass<Arc<Expr>>,
     /// The automaton of each distinct free text.
     texts: HashMap<FreeText, TextAutomaton>,
     /// IR nodes of the grammar walked by [`ClassTable::of`] (its [`Grammar::size`]).
@@ -65,7 +66,7 @@ impl ClassTable {
         self.nodes += 1;
         match expr {
             Expr::Class(class) if !self.lowered.contains_key(class) => {
-                self.lowered.insert(class.clone(), class_to_bytes(class));
+                self.lowered.insert(class.clone(), shared_lowering(class));
             }
             Expr::Seq(items) | Expr::Choice(items) => items.iter().for_each(|e| self.add(e)),
             Expr::Repeat { expr, .. } => self.add(expr),
@@ -73,7 +74,7 @@ impl ClassTable {
                 let automaton = text.automaton();
                 for (class, _) in automaton.states.iter().flat_map(|s| &s.edges) {
                     if !self.lowered.contains_key(class) {
-                        self.lowered.insert(class.clone(), class_to_bytes(class));
+                        self.lowered.insert(class.clone(), shared_lowering(class));
                     }
                 }
                 self.texts.insert((**text).clone(), automaton);
@@ -84,7 +85,7 @@ impl ClassTable {
 
     /// The lowered form of `class` (one of the grammar's).
     pub(crate) fn get(&self, class: &CharClass) -> Option<&Expr> {
-        self.lowered.get(class)
+        self.lowered.get(class).map(|lowered| &**lowered)
     }
 
     /// Whether some free text of the grammar has a token budget.
@@ -111,6 +112,35 @@ impl ClassTable {
             _ => {}
         }
     }
+}
+
+/// The most classes [`shared_lowering`] keeps.
+pub(crate) const SHARED_LOWERINGS_MAX: usize = 4_096;
+
+/// Classes lowered by the compiles of this process, shared by the next ones: a class's
+/// byte automaton depends on nothing else, and schemas repeat a few (a JSON string's
+/// character, digits, hex digits). Past [`SHARED_LOWERINGS_MAX`] classes, a new one is
+/// lowered for its compile alone.
+/// (Keyed with the standard hasher: the classes come from the grammars compiled.)
+static SHARED_LOWERINGS: LazyLock<RwLock<HashMap<CharClass, Arc<Expr>>>> =
+    LazyLock::new(Default::default);
+
+/// The lowered form of `class` ([`class_to_bytes`]), from the classes the process's
+/// compiles lowered before.
+fn shared_lowering(class: &CharClass) -> Arc<Expr> {
+    // A lock poisoned by a panicking thread holds whole entries only (an insert is one
+    // call): it is read as it is.
+    let read = SHARED_LOWERINGS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(lowered) = read.get(class) {
+        return lowered.clone();
+    }
+    drop(read);
+    let lowered = Arc::new(class_to_bytes(class));
+    let mut shared = SHARED_LOWERINGS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if shared.len() < SHARED_LOWERINGS_MAX {
+        shared.entry(class.clone()).or_insert_with(|| lowered.clone());
+    }
+    lowered
 }
 
 /// The UTF-8 byte automaton of a class, as an expression.
