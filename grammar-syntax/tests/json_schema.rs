@@ -474,6 +474,36 @@ fn values_written_alike_by_several_optional_members_are_one_rule() {
     }
 }
 
+/// Strings of one large bound, chunked, are equal expressions: their chunks are one rule,
+/// and under several optional members of one object they are one value rule (built once,
+/// when first written), not a copy of a few hundred automaton states in every member.
+#[test]
+fn strings_of_one_large_bound_under_several_optional_members_are_one_rule() {
+    let text = json!({"maxLength": 255, "type": ["string", "null"]});
+    let mut properties = serde_json::Map::new();
+    for name in ["id", "name", "permalink", "subject", "tags"] {
+        properties.insert(name.into(), text.clone());
+    }
+    let schema = json!({"type": "object", "properties": properties,
+                        "additionalProperties": false});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let chunks = c.grammar.rules.iter().filter(|r| r.name.starts_with("chunk")).count();
+    assert_eq!(chunks, 1, "{:?}", c.grammar.rules.iter().map(|r| &r.name).collect::<Vec<_>>());
+    let values: Vec<&String> = c.rarely_reached.iter().filter(|n| n.starts_with("value")).collect();
+    assert_eq!(values.len(), 1, "{:?}", c.rarely_reached);
+    let long = "x".repeat(255);
+    for text in [
+        r#"{}"#.to_string(),
+        r#"{"id":null,"tags":"a","name":"b"}"#.to_string(),
+        format!(r#"{{"subject":"{long}","permalink":"{}"}}"#, &long[..40]),
+    ] {
+        assert!(ReferenceMatcher::new(&c.grammar).matches(&text), "{text}");
+    }
+    for text in [format!(r#"{{"subject":"{long}x"}}"#), r#"{"id":1}"#.to_string()] {
+        assert!(!ReferenceMatcher::new(&c.grammar).matches(&text), "{text}");
+    }
+}
+
 /// The additional members after the listed ones are written once, whichever listed
 /// member comes first (the key complement is hundreds of nodes, and every copy is
 /// inlined and determinized again), and the object reads the same: listed members in

@@ -34,7 +34,9 @@ impl Converter<'_> {
         }
         let large = |n: u32| n > 2 * CHUNK;
         let called = x.weight() > MAX_COPIED && max.unwrap_or(min) > 1;
-        let x = if called { Expr::Rule(self.b.add_fresh("repeated", x)) } else { x };
+        // Equal items and chunks are one rule each (`Converter::rule_by_body`): two strings
+        // of one bound are then equal expressions.
+        let x = if called { Expr::Rule(self.rule_by_body("repeated", x).0) } else { x };
         // A chunk of items: written out when they are copied in place; a repetition of the
         // call when the item is a rule, so that the engine repeats the call (as it does
         // the other counts) rather than copy the large item into every place of a chunk.
@@ -49,11 +51,9 @@ impl Converter<'_> {
         if !large(top) {
             return Expr::repeat(x, min, max);
         }
-        let name = self.b.fresh_name("chunk");
-        let chunk = self.b.declare(&name);
         // As the in-place first chunk below is (the inliner weighs `x{CHUNK}` and the
         // items written out the same: `Expr::weight`).
-        self.b.define(chunk, in_chunk(&x));
+        let chunk = self.rule_by_body("chunk", in_chunk(&x)).0;
         // Past `MANY_CHUNKS` the chunks' own counts are chunked in turn (chunks of
         // chunks), so that a bound of a million costs a few hundred call states rather
         // than 31,250.

@@ -336,7 +336,7 @@ pub fn json_schema_to_grammar(
         combinations: HashMap::new(),
         escape_rules: HashMap::new(),
         rarely_reached: Vec::new(),
-        rarely_reached_by_body: Default::default(),
+        by_body: Default::default(),
     };
     let root = conv.b.declare("root");
     let result = conv.run(root);
@@ -486,9 +486,9 @@ pub(crate) struct Converter<'a> {
     escape_rules: HashMap<Vec<char>, Option<RuleId>>,
     /// See [`Converted::rarely_reached`].
     pub(crate) rarely_reached: Vec<String>,
-    /// Those rules by their name's prefix and a hash of their body, so that equal ones
-    /// are one (`Converter::rarely_reached_rule`).
-    pub(crate) rarely_reached_by_body: rustc_hash::FxHashMap<(&'static str, u64), Vec<RuleId>>,
+    /// Rules made by [`Converter::rule_by_body`], by their name's prefix and a hash of
+    /// their body.
+    by_body: rustc_hash::FxHashMap<(&'static str, u64), Vec<RuleId>>,
 }
 
 /// A merged subschema, built once.
@@ -615,6 +615,21 @@ impl<'a> Converter<'a> {
         let mut f = flat::Flat::new(&sub.ptr);
         self.merge(&mut f, sub, depth, &mut Vec::new(), true)?;
         self.compile_flat(f, depth)
+    }
+
+    /// A rule of body `body` named from `prefix`: the one made before from an equal body
+    /// with the same prefix, else a new one (`true`: new). Rules that equal expressions
+    /// refer to keep those expressions equal (the chunks of two strings of one bound),
+    /// so that what holds them compares equal too.
+    pub(crate) fn rule_by_body(&mut self, prefix: &'static str, body: Expr) -> (RuleId, bool) {
+        let key = (prefix, std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, &body));
+        let same = self.by_body.get(&key).into_iter().flatten();
+        if let Some(&id) = same.into_iter().find(|&&id| *self.b.body(id) == body) {
+            return (id, false);
+        }
+        let id = self.b.add_fresh(prefix, body);
+        self.by_body.entry(key).or_default().push(id);
+        (id, true)
     }
 
     /// The expression compiled by `build` for the merge of the subschemas in `key`, built

@@ -580,14 +580,10 @@ impl<'a> Converter<'a> {
     /// made before from an equal body (the free members of objects alike), so that what
     /// holds it compares equal too.
     fn rarely_reached_rule(&mut self, prefix: &'static str, e: Expr) -> Expr {
-        let key = (prefix, std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, &e));
-        let same = self.rarely_reached_by_body.get(&key).into_iter().flatten();
-        if let Some(&id) = same.into_iter().find(|&&id| *self.b.body(id) == e) {
-            return Expr::Rule(id);
+        let (id, new) = self.rule_by_body(prefix, e);
+        if new {
+            self.rarely_reached.push(self.b.name(id).to_string());
         }
-        let id = self.b.add_fresh(prefix, e);
-        self.rarely_reached.push(self.b.name(id).to_string());
-        self.rarely_reached_by_body.entry(key).or_default().push(id);
         Expr::Rule(id)
     }
 
