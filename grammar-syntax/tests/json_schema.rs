@@ -494,8 +494,8 @@ fn strings_of_one_large_bound_under_several_optional_members_are_one_rule() {
     let long = "x".repeat(255);
     for text in [
         r#"{}"#.to_string(),
-        r#"{"id":null,"tags":"a","name":"b"}"#.to_string(),
-        format!(r#"{{"subject":"{long}","permalink":"{}"}}"#, &long[..40]),
+        r#"{"id":null,"name":"b","tags":"a"}"#.to_string(),
+        format!(r#"{{"permalink":"{}","subject":"{long}"}}"#, &long[..40]),
     ] {
         assert!(ReferenceMatcher::new(&c.grammar).matches(&text), "{text}");
     }
