@@ -611,9 +611,9 @@ fn leaf_key(expr: &Expr) -> Option<u64> {
     match expr {
         Expr::Empty => Some(1),
         Expr::Bytes(bytes) => Some(bytes.iter().fold(2, |h, &b| mix(h, u64::from(b)))),
-        Expr::ByteRanges(ranges) => Some(
-            ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi))),
-        ),
+        Expr::ByteRanges(ranges) => {
+            Some(ranges.iter().fold(3, |h, &(lo, hi)| mix(h, u64::from(lo) << 8 | u64::from(hi))))
+        }
         Expr::Rule(rule) => Some(mix(6, rule.index() as u64)),
         _ => None,
     }
