@@ -2,10 +2,11 @@
 //! comparisons of the JSON Schema converter's speed, with a hash of every converted
 //! grammar (as normalized GBNF) and every refusal to show the answers did not change.
 //!
-//! `cargo run --release -p grammask-bench --example conversions -- DIR EVERY RUNS`
+//! `cargo run --release -p grammask-bench --example conversions -- DIR EVERY RUNS [TOP]`
 //!
 //! Prints the total and median conversion time (the median of `RUNS` runs per schema),
-//! the five slowest schemas, and the fingerprint.
+//! the `TOP` slowest schemas (5 by default) with their share of the total, and the
+//! fingerprint.
 use grammask::syntax::json_schema::{json_schema_to_grammar, JsonSchemaOptions};
 use grammask_bench::maskbench::sampled_schemas;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -19,8 +20,12 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [dir, every, runs] = args.as_slice() else {
-        return Err("usage: conversions DIR EVERY RUNS".into());
+    let (dir, every, runs, top) = match args.as_slice() {
+        [dir, every, runs] => (dir, every, runs, 5),
+        [dir, every, runs, top] => {
+            (dir, every, runs, top.parse().map_err(|e| format!("TOP: {e}"))?)
+        }
+        _ => return Err("usage: conversions DIR EVERY RUNS [TOP]".into()),
     };
     let every: usize = every.parse().map_err(|e| format!("EVERY: {e}"))?;
     let runs: usize = runs.parse::<usize>().map_err(|e| format!("RUNS: {e}"))?.max(1);
@@ -56,8 +61,10 @@ fn main() -> Result<(), String> {
         times.len(),
         fingerprint.finish()
     );
-    for (ms, f) in times.iter().rev().take(5) {
-        println!("{ms:8.2} ms {}", f.display());
+    let mut so_far = 0.0;
+    for (ms, f) in times.iter().rev().take(top) {
+        so_far += ms;
+        println!("{ms:8.2} ms {:5.1}% {}", 100.0 * so_far / total, f.display());
     }
     Ok(())
 }

@@ -8,7 +8,9 @@
 //! them, as `minLength`/`maxLength` give, is a count of characters beside the NFA states,
 //! see `Length`), completed, pruned to the states that can still accept the combination,
 //! and written as one rule per state:
-//! `state ::= "" (when accepting) | class next-state ...`.
+//! `state ::= "" (when accepting) | class next-state ...`,
+//! except where only the length bound still decides (a pattern's free end): that rest is
+//! one repetition of the characters it reads ([`CountedRest`]), not a rule per count.
 //! Every call is in tail position, so the matcher keeps its stack flat. Characters are
 //! written in the requested [`CharEncoding`] (escapes included in a JSON string).
 //! Past [`MAX_NFA_STATES`] or [`MAX_DFA_STATES`] there is no answer (`None`), never a wrong
@@ -182,6 +184,40 @@ struct AtomRun {
     to: Option<usize>,
 }
 
+/// A state of a [`combination`] past which only the length bound decides (every character
+/// keeps the expressions where they are, as after a pattern's `.*` or an unanchored end):
+/// `item`, any one character, `min..=max` more times. Its rule is declared and left for
+/// the caller to define, as a counted repetition of its own kind (the JSON Schema
+/// converter's chunks): written as states, one rule per count, it would cost `max` rules.
+pub struct CountedRest {
+    /// The rule to define.
+    pub rule: RuleId,
+    /// Any one character, in the combination's encoding.
+    pub item: Expr,
+    /// Fewest more characters.
+    pub min: u32,
+    /// Most more characters (`None`: no limit).
+    pub max: Option<u32>,
+}
+
+/// A [`combination`]: the expression, and the rules it calls that its caller defines.
+pub struct Combined {
+    /// The texts the combination accepts.
+    pub expr: Expr,
+    /// The counted rests, each to be defined once.
+    pub rests: Vec<CountedRest>,
+}
+
+impl Combined {
+    /// The expression, with each counted rest defined as a plain IR repetition.
+    pub fn with_plain_rests(self, b: &mut GrammarBuilder) -> Expr {
+        for r in self.rests {
+            b.define(r.rule, Expr::repeat(r.item, r.min, r.max));
+        }
+        self.expr
+    }
+}
+
 /// The texts `e` does not match, as rules added to `b` (named after `name`), in
 /// `encoding`: `None` when `e` is not regular or its automata pass the limits.
 pub fn complement(
@@ -190,7 +226,8 @@ pub fn complement(
     b: &mut GrammarBuilder,
     name: &str,
 ) -> Option<Expr> {
-    combination(std::slice::from_ref(e), |m| !m[0], encoding, b, name)
+    let combined = combination(std::slice::from_ref(e), |m| !m[0], encoding, b, name)?;
+    Some(combined.with_plain_rests(b))
 }
 
 /// The texts `accepts` says yes to, given which of `exprs` match each (in order), as rules
@@ -201,7 +238,7 @@ pub fn combination(
     encoding: CharEncoding,
     b: &mut GrammarBuilder,
     name: &str,
-) -> Option<Expr> {
+) -> Option<Combined> {
     let mut nfa = Nfa::default();
     let start = nfa.state()?;
     // The first length bound is read as a count; the other expressions as NFA states.
@@ -406,21 +443,79 @@ pub fn combination(
         }
     }
     if !live[0] {
-        return Some(crate::regex::never());
+        return Some(Combined { expr: crate::regex::never(), rests: Vec::new() });
     }
     let rep = same_futures(&delta, &accepting, &live, &usable);
-    let ids: Vec<Option<RuleId>> = (0..n)
-        .map(|s| {
-            (live[s] && rep[s] == s).then(|| {
-                let fresh = b.fresh_name(&format!("{name}-not"));
-                b.declare(&fresh)
-            })
+    // The counted rests: a chain of states of one set, each step on the same characters
+    // to the next count, where acceptance is the length bound's alone (a pattern's `.*`
+    // or unanchored end under `maxLength`): the characters the chain reads, and how many
+    // more it takes at least and at most.
+    let rest_of = |s: usize| -> Option<(Vec<usize>, u32, Option<u32>)> {
+        counted?;
+        let (count, set) = sets[s];
+        let reads = |u: usize| -> Vec<usize> {
+            (0..atoms.len()).filter(|&a| usable[a] && live[delta[u][a]]).collect()
+        };
+        let chars = reads(s);
+        if chars.is_empty() || delta[s][chars[0]] == s {
+            return None;
+        }
+        let mut u = s;
+        loop {
+            if sets[u].1 != set || accepting[u] != length.holds(sets[u].0) {
+                return None;
+            }
+            let here = reads(u);
+            if here.is_empty() {
+                let max = length.max.map(|max| max.saturating_sub(count));
+                let min = length.min.saturating_sub(count);
+                return (max == sets[u].0.checked_sub(count)).then_some((chars, min, max));
+            }
+            let next = delta[u][here[0]];
+            if here != chars || here.iter().any(|&a| delta[u][a] != next) {
+                return None;
+            }
+            if next == u {
+                let min = length.min.saturating_sub(count);
+                return length.max.is_none().then_some((chars, min, None));
+            }
+            u = next;
+        }
+    };
+    // The states written: those the start reaches through states that are not rests.
+    let mut written = vec![false; n];
+    let mut ids: Vec<Option<RuleId>> = vec![None; n];
+    let mut rests = Vec::new();
+    let mut is_rest = vec![false; n];
+    let mut work = vec![rep[0]];
+    written[rep[0]] = true;
+    while let Some(s) = work.pop() {
+        let fresh = b.fresh_name(&format!("{name}-not"));
+        ids[s] = Some(b.declare(&fresh));
+        if let Some(rest) = rest_of(s) {
+            rests.push((s, rest));
+            is_rest[s] = true;
+            continue;
+        }
+        for (&t, _) in delta[s].iter().zip(&usable).filter(|&(&t, &u)| u && live[t]) {
+            if !written[rep[t]] {
+                written[rep[t]] = true;
+                work.push(rep[t]);
+            }
+        }
+    }
+    let rests = rests
+        .into_iter()
+        .map(|(s, (chars, min, max))| {
+            let ranges = chars.iter().flat_map(|&a| scalars[a].iter().copied());
+            let item = encode_class(&CharClass::new(false, ranges), encoding);
+            Some(CountedRest { rule: ids[s]?, item, min, max })
         })
-        .collect();
+        .collect::<Option<Vec<_>>>()?;
     // The states of a key complement mostly read the same few classes ("any character
     // but these"), each encoded once.
     let mut encoded: FxHashMap<Vec<(char, char)>, Expr> = FxHashMap::default();
-    for s in (0..n).filter(|&s| live[s] && rep[s] == s) {
+    for s in (0..n).filter(|&s| written[s] && !is_rest[s]) {
         // Ranges by target, in order.
         let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
         for (a, &t) in delta[s].iter().enumerate() {
@@ -452,7 +547,7 @@ pub fn combination(
         }
         b.define(ids[s]?, Expr::choice(alts));
     }
-    Some(Expr::Rule(ids[rep[0]]?))
+    Some(Combined { expr: Expr::Rule(ids[rep[0]]?), rests })
 }
 
 /// For each live state of a DFA (`delta[s][atom]`), a state with the same future: the
@@ -558,7 +653,7 @@ mod tests {
         let mut b = GrammarBuilder::new();
         let only_first = |m: &[bool]| m[0] && !m[1] && !m[2];
         let e = combination(&exprs, only_first, CharEncoding::Raw, &mut b, "p");
-        assert!(e.is_some_and(|e| crate::regex::is_never(&e)));
+        assert!(e.is_some_and(|e| crate::regex::is_never(&e.expr)));
     }
 
     #[test]
@@ -584,6 +679,7 @@ mod tests {
         let bounded = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(12));
         let both = |m: &[bool]| m[0] && m[1];
         let c = combination(&[e, bounded], both, CharEncoding::Raw, &mut b, "p").unwrap();
+        let c = c.with_plain_rests(&mut b);
         let root = b.declare("root");
         b.define(root, c);
         let g = b.finish(root).unwrap();
@@ -630,6 +726,7 @@ mod tests {
             let bounded = Expr::repeat(Expr::Class(CharClass::any()), min, max);
             let wanted = |m: &[bool]| m[1] && m[0] == positive;
             let c = combination(&[e, bounded], wanted, CharEncoding::Raw, &mut b, "p").unwrap();
+            let c = c.with_plain_rests(&mut b);
             let root = b.declare("root");
             b.define(root, c);
             let g = b.finish(root).unwrap();

@@ -504,6 +504,33 @@ fn strings_of_one_large_bound_under_several_optional_members_are_one_rule() {
     }
 }
 
+/// A pattern's free end under a large length bound (`^https?://.+$`, `maxLength: 1024`) is
+/// a counted repetition, chunked as plain strings of that bound are: a rule per count
+/// would be a thousand rules of the string's characters. Lengths and the pattern stay
+/// exact: the count starts where the pattern's fixed part ends, whichever way it went.
+#[test]
+fn a_patterns_free_end_under_a_length_bound_is_counted() {
+    let schema = json!({"type": "string", "pattern": "^https?://.+$", "maxLength": 1024});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    assert!(c.grammar.rules.len() < 40, "{} rules", c.grammar.rules.len());
+    let quoted = |s: &str| format!("\"{s}\"");
+    let within = |prefix: &str| quoted(&format!("{prefix}{}", "a".repeat(1024 - prefix.len())));
+    let over = |prefix: &str| quoted(&format!("{prefix}{}", "a".repeat(1025 - prefix.len())));
+    for text in [quoted("http://a"), quoted("https://x\\/y"), within("http://"), within("https://")]
+    {
+        assert!(ReferenceMatcher::new(&c.grammar).matches(&text), "{}", &text[..20]);
+    }
+    for text in [
+        quoted("http://"),
+        quoted("ftp://a"),
+        quoted("http://a\\nb"),
+        over("http://"),
+        over("https://"),
+    ] {
+        assert!(!ReferenceMatcher::new(&c.grammar).matches(&text), "{}", &text[..20]);
+    }
+}
+
 /// The additional members after the listed ones are written once, whichever listed
 /// member comes first (the key complement is hundreds of nodes, and every copy is
 /// inlined and determinized again), and the object reads the same: listed members in

@@ -529,9 +529,8 @@ impl<'a> Converter<'a> {
         accepts: impl Fn(&[bool]) -> bool,
         name: &str,
     ) -> Option<Expr> {
-        let enc = crate::regex::CharEncoding::JsonString;
         if exprs.len() > MAX_MEMO_COMBINED {
-            return crate::complement::combination(exprs, accepts, enc, &mut self.b, name);
+            return self.combined(exprs, accepts, name);
         }
         let n = exprs.len();
         let answers: Vec<bool> = (0..1usize << n)
@@ -541,9 +540,27 @@ impl<'a> Converter<'a> {
         if let Some(e) = self.combinations.get(&key) {
             return e.clone();
         }
-        let e = crate::complement::combination(exprs, accepts, enc, &mut self.b, name);
+        let e = self.combined(exprs, accepts, name);
         self.combinations.insert(key, e.clone());
         e
+    }
+
+    /// [`Converter::combination`] built: the states past which only a length bound decides
+    /// are counted repetitions ([`Converter::counted`]), so a pattern's free end under a
+    /// large `maxLength` costs chunk calls, not a rule per count.
+    fn combined(
+        &mut self,
+        exprs: &[Expr],
+        accepts: impl Fn(&[bool]) -> bool,
+        name: &str,
+    ) -> Option<Expr> {
+        let enc = crate::regex::CharEncoding::JsonString;
+        let combined = crate::complement::combination(exprs, accepts, enc, &mut self.b, name)?;
+        for rest in combined.rests {
+            let body = self.counted(rest.item, rest.min, rest.max);
+            self.b.define(rest.rule, body);
+        }
+        Some(combined.expr)
     }
 
     /// Counts the nodes of `e` against [`MAX_CONVERTED_NODES`].
