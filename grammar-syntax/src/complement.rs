@@ -200,6 +200,22 @@ pub struct CountedRest {
     pub max: Option<u32>,
 }
 
+/// What a counted rest costs written out, in items (a chunk in place, its remainder and
+/// the chunk calls): a chain of states entered at more counts than its length allows for
+/// at this cost stays states.
+const REST_COST: u32 = 64;
+
+/// A chain of DFA states that [`combination`] writes as a [`CountedRest`]: the atoms it
+/// reads, the fewest and most characters more, its last state and how many steps lead
+/// there.
+struct Rest {
+    chars: Vec<usize>,
+    min: u32,
+    max: Option<u32>,
+    end: usize,
+    steps: u32,
+}
+
 /// A [`combination`]: the expression, and the rules it calls that its caller defines.
 pub struct Combined {
     /// The texts the combination accepts.
@@ -446,13 +462,13 @@ pub fn combination(
         return Some(Combined { expr: crate::regex::never(), rests: Vec::new() });
     }
     let rep = same_futures(&delta, &accepting, &live, &usable);
-    // The counted rests: a chain of states of one set, each step on the same characters
-    // to the next count, where acceptance is the length bound's alone (a pattern's `.*`
-    // or unanchored end under `maxLength`): the characters the chain reads, and how many
-    // more it takes at least and at most.
-    let rest_of = |s: usize| -> Option<(Vec<usize>, u32, Option<u32>)> {
+    // The counted rests: a chain of states, each reading the same characters into the
+    // next count and nothing else, accepting exactly where the length bound holds (a
+    // pattern's `.*`, `[a-z]+$` or unanchored end under `maxLength`). The chain's NFA sets
+    // may differ (the first character of `x+` and the others), not its future.
+    let rest_of = |s: usize| -> Option<Rest> {
         counted?;
-        let (count, set) = sets[s];
+        let count = sets[s].0;
         let reads = |u: usize| -> Vec<usize> {
             (0..atoms.len()).filter(|&a| usable[a] && live[delta[u][a]]).collect()
         };
@@ -460,53 +476,88 @@ pub fn combination(
         if chars.is_empty() || delta[s][chars[0]] == s {
             return None;
         }
+        let min = length.min.saturating_sub(count);
         let mut u = s;
         loop {
-            if sets[u].1 != set || accepting[u] != length.holds(sets[u].0) {
+            if accepting[u] != length.holds(sets[u].0) {
                 return None;
             }
             let here = reads(u);
             if here.is_empty() {
                 let max = length.max.map(|max| max.saturating_sub(count));
-                let min = length.min.saturating_sub(count);
-                return (max == sets[u].0.checked_sub(count)).then_some((chars, min, max));
+                let steps = sets[u].0.checked_sub(count);
+                return (max == steps).then_some(Rest { chars, min, max, end: u, steps: steps? });
             }
             let next = delta[u][here[0]];
             if here != chars || here.iter().any(|&a| delta[u][a] != next) {
                 return None;
             }
             if next == u {
-                let min = length.min.saturating_sub(count);
-                return length.max.is_none().then_some((chars, min, None));
+                let steps = sets[u].0 - count;
+                return length.max.is_none().then_some(Rest {
+                    chars,
+                    min,
+                    max: None,
+                    end: u,
+                    steps,
+                });
+            }
+            if sets[next].0 != sets[u].0 + 1 {
+                return None;
             }
             u = next;
         }
     };
-    // The states written: those the start reaches through states that are not rests.
-    let mut written = vec![false; n];
-    let mut ids: Vec<Option<RuleId>> = vec![None; n];
-    let mut rests = Vec::new();
-    let mut is_rest = vec![false; n];
-    let mut work = vec![rep[0]];
-    written[rep[0]] = true;
-    while let Some(s) = work.pop() {
-        let fresh = b.fresh_name(&format!("{name}-not"));
-        ids[s] = Some(b.declare(&fresh));
-        if let Some(rest) = rest_of(s) {
-            rests.push((s, rest));
-            is_rest[s] = true;
-            continue;
-        }
-        for (&t, _) in delta[s].iter().zip(&usable).filter(|&(&t, &u)| u && live[t]) {
-            if !written[rep[t]] {
-                written[rep[t]] = true;
-                work.push(rep[t]);
+    // The states written: those the start reaches through states that are not rests. A
+    // chain entered at many counts (after a loop: `^[a-z]+:[a-z]+$`) stays states, one
+    // rule per count shared by every entry, where a rest per entry would cost more.
+    let mut whole_chain = vec![false; n];
+    let (written, rests) = loop {
+        let mut written = vec![false; n];
+        let mut rests: Vec<(usize, Rest)> = Vec::new();
+        let mut work = vec![rep[0]];
+        written[rep[0]] = true;
+        while let Some(s) = work.pop() {
+            if let Some(rest) = rest_of(s).filter(|r| !whole_chain[r.end]) {
+                rests.push((s, rest));
+                continue;
+            }
+            for (&t, _) in delta[s].iter().zip(&usable).filter(|&(&t, &u)| u && live[t]) {
+                if !written[rep[t]] {
+                    written[rep[t]] = true;
+                    work.push(rep[t]);
+                }
             }
         }
+        // Per chain (by its last state): the rests entering it, and the longest.
+        let mut chains: FxHashMap<usize, (u32, u32)> = FxHashMap::default();
+        for (_, r) in &rests {
+            let c = chains.entry(r.end).or_default();
+            *c = (c.0 + 1, c.1.max(r.steps));
+        }
+        let mut again = false;
+        for (&end, &(entries, longest)) in &chains {
+            if entries > 1 && entries.saturating_mul(REST_COST) > longest {
+                whole_chain[end] = true;
+                again = true;
+            }
+        }
+        if !again {
+            break (written, rests);
+        }
+    };
+    let mut ids: Vec<Option<RuleId>> = vec![None; n];
+    for s in (0..n).filter(|&s| written[s]) {
+        let fresh = b.fresh_name(&format!("{name}-not"));
+        ids[s] = Some(b.declare(&fresh));
+    }
+    let mut is_rest = vec![false; n];
+    for (s, _) in &rests {
+        is_rest[*s] = true;
     }
     let rests = rests
         .into_iter()
-        .map(|(s, (chars, min, max))| {
+        .map(|(s, Rest { chars, min, max, .. })| {
             let ranges = chars.iter().flat_map(|&a| scalars[a].iter().copied());
             let item = encode_class(&CharClass::new(false, ranges), encoding);
             Some(CountedRest { rule: ids[s]?, item, min, max })
@@ -711,14 +762,19 @@ mod tests {
     /// points (no character) would reach.
     #[test]
     fn length_bounds_are_counted() {
-        let cases: [(&str, u32, Option<u32>, bool); 4] = [
+        let cases: [(&str, u32, Option<u32>, bool); 7] = [
             ("^(ab|c)$", 0, Some(MAX_NFA_STATES as u32 + 10_000), true),
             ("^[0-9]+$", 3, Some(5), true),
             ("[^a-c]", 2, None, false),
             ("[^a-c]", 0, Some(3), false),
+            ("^a", 2, Some(4), true),
+            ("^c", 4, None, true),
+            ("^[a-c]+[0-9]", 0, Some(4), true),
         ];
-        let texts =
-            ["", "a", "ab", "c", "abc", "1", "12", "123", "12345", "123456", "x", "bx", "cab"];
+        let texts = [
+            "", "a", "ab", "c", "abc", "1", "12", "123", "12345", "123456", "x", "bx", "cab",
+            "a\n", "abcd", "abcde", "cabbage", "ab1", "ab12", "abc12", "c1x", "b\u{e9}1",
+        ];
         for (pattern, min, max, positive) in cases {
             let mut b = GrammarBuilder::new();
             let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
@@ -743,6 +799,47 @@ mod tests {
                 rule.body.for_each_rule_ref(&mut |r: RuleId| referred[r.index()] = true);
             }
             assert!(referred.iter().all(|&r| r), "{pattern}: a rule no other refers to");
+        }
+    }
+
+    /// Where only the length bound decides (past `^id:`), the rest is one counted
+    /// repetition, not a rule per count; a chain entered at every count of a loop before
+    /// it (`^[a-z]+:`) stays one rule per count, which every entry shares.
+    #[test]
+    fn free_ends_are_counted_rests() {
+        for (pattern, max, rules_at_most) in [("^id:", 300, 8), ("^[a-z]+:[a-z]+$", 300, 910)] {
+            let mut b = GrammarBuilder::new();
+            let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+            let e = regex_to_ir(pattern, &mut b, opts).unwrap();
+            let bounded = Expr::repeat(Expr::Class(CharClass::any()), 0, Some(max));
+            let both = |m: &[bool]| m[0] && m[1];
+            let c = combination(&[e, bounded], both, CharEncoding::Raw, &mut b, "p").unwrap();
+            let rests = c.rests.len();
+            let c = c.with_plain_rests(&mut b);
+            let root = b.declare("root");
+            b.define(root, c);
+            let g = b.finish(root).unwrap();
+            assert!(g.rules.len() <= rules_at_most, "{pattern}: {} rules", g.rules.len());
+            assert_eq!(rests, usize::from(pattern == "^id:"), "{pattern}");
+            let re = regex_lite_search(pattern);
+            let long = "x".repeat(max as usize);
+            for t in [
+                "id:",
+                "id:x",
+                "ab:cd",
+                "a:b",
+                "id",
+                &format!("id:{long}")[..max as usize],
+                &format!("id:{long}"),
+            ] {
+                let expected = re(t) && t.chars().count() <= max as usize;
+                assert_eq!(
+                    ReferenceMatcher::new(&g).matches(t),
+                    expected,
+                    "{pattern} on {}",
+                    t.len()
+                );
+            }
         }
     }
 
