@@ -216,6 +216,15 @@ struct Rest {
     steps: u32,
 }
 
+/// Where a DFA state of a [`combination`] leads when it is part of a chain that only the
+/// length bound decides: the chain's last state (which reads nothing, or loops), and
+/// whether it loops (a bound without `max`, past its `min`).
+#[derive(Clone, Copy)]
+struct Chain {
+    end: usize,
+    looped: bool,
+}
+
 /// A [`combination`]: the expression, and the rules it calls that its caller defines.
 pub struct Combined {
     /// The texts the combination accepts.
@@ -465,48 +474,57 @@ pub fn combination(
     // The counted rests: a chain of states, each reading the same characters into the
     // next count and nothing else, accepting exactly where the length bound holds (a
     // pattern's `.*`, `[a-z]+$` or unanchored end under `maxLength`). The chain's NFA sets
-    // may differ (the first character of `x+` and the others), not its future.
+    // may differ (the first character of `x+` and the others), not its future. Found for
+    // every state at once, from the highest counts down (a chain's counts rise by one a
+    // step), so each state is read once.
+    let reads = |u: usize, a: usize| usable[a] && live[delta[u][a]];
+    let chains = counted.map(|_| {
+        let mut order: Vec<usize> = (0..n).filter(|&u| live[u]).collect();
+        order.sort_unstable_by_key(|&u| std::cmp::Reverse(sets[u].0));
+        let mut chain: Vec<Option<Chain>> = vec![None; n];
+        for u in order {
+            if accepting[u] != length.holds(sets[u].0) {
+                continue;
+            }
+            // The one state every character read leads to, if one.
+            let mut targets = (0..atoms.len()).filter(|&a| reads(u, a)).map(|a| delta[u][a]);
+            let Some(next) = targets.next() else {
+                chain[u] = Some(Chain { end: u, looped: false });
+                continue;
+            };
+            if targets.any(|t| t != next) {
+                continue;
+            }
+            if next == u {
+                chain[u] = length.max.is_none().then_some(Chain { end: u, looped: true });
+                continue;
+            }
+            let reads_alike = |v: usize| (0..atoms.len()).all(|a| reads(u, a) == reads(v, a));
+            chain[u] = match chain[next] {
+                Some(c)
+                    if sets[next].0 == sets[u].0 + 1 && (c.end == next || reads_alike(next)) =>
+                {
+                    Some(Chain { end: c.end, looped: c.looped })
+                }
+                _ => None,
+            };
+        }
+        chain
+    });
     let rest_of = |s: usize| -> Option<Rest> {
-        counted?;
+        let c = chains.as_ref()?[s]?;
+        if c.end == s {
+            return None;
+        }
         let count = sets[s].0;
-        let reads = |u: usize| -> Vec<usize> {
-            (0..atoms.len()).filter(|&a| usable[a] && live[delta[u][a]]).collect()
-        };
-        let chars = reads(s);
-        if chars.is_empty() || delta[s][chars[0]] == s {
+        let steps = sets[c.end].0 - count;
+        let max = length.max.map(|max| max.saturating_sub(count));
+        if !c.looped && max != Some(steps) {
             return None;
         }
         let min = length.min.saturating_sub(count);
-        let mut u = s;
-        loop {
-            if accepting[u] != length.holds(sets[u].0) {
-                return None;
-            }
-            let here = reads(u);
-            if here.is_empty() {
-                let max = length.max.map(|max| max.saturating_sub(count));
-                let steps = sets[u].0.checked_sub(count);
-                return (max == steps).then_some(Rest { chars, min, max, end: u, steps: steps? });
-            }
-            let next = delta[u][here[0]];
-            if here != chars || here.iter().any(|&a| delta[u][a] != next) {
-                return None;
-            }
-            if next == u {
-                let steps = sets[u].0 - count;
-                return length.max.is_none().then_some(Rest {
-                    chars,
-                    min,
-                    max: None,
-                    end: u,
-                    steps,
-                });
-            }
-            if sets[next].0 != sets[u].0 + 1 {
-                return None;
-            }
-            u = next;
-        }
+        let chars = (0..atoms.len()).filter(|&a| reads(s, a)).collect();
+        Some(Rest { chars, min, max, end: c.end, steps })
     };
     // The states written: those the start reaches through states that are not rests. A
     // chain entered at many counts (after a loop: `^[a-z]+:[a-z]+$`) stays states, one
