@@ -23,7 +23,7 @@
 //! ```
 
 pub use crate::text::FreeText;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 
 /// Identifies a rule of one [`Grammar`]: an index into [`Grammar::rules`].

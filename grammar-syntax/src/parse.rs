@@ -24,7 +24,7 @@ use crate::diagnostic::{Category, Diagnostic, Diagnostics};
 use crate::ir::{CharClass, Expr, Grammar, GrammarBuilder, RuleId, Span, TokenSet};
 use pest::iterators::Pair;
 use pest::Parser;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The pest parser generated from `gbnf.pest`.
 mod syntax {
@@ -296,8 +296,8 @@ impl<'s> Lowerer<'s> {
             token_id,
             builder: GrammarBuilder::new(),
             diagnostics: Vec::new(),
-            first_reference: HashMap::new(),
-            definitions: HashMap::new(),
+            first_reference: HashMap::default(),
+            definitions: HashMap::default(),
             syntax_errors: false,
             names: Vec::new(),
         }

@@ -64,9 +64,9 @@ mod types;
 
 use crate::diagnostic::{Category, Diagnostic, Diagnostics};
 use crate::ir::{Expr, Grammar, GrammarBuilder, RuleId, Span};
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 pub use draft::Draft;
 pub use shared::builtin_json_grammar;
@@ -327,14 +327,14 @@ pub fn json_schema_to_grammar(
         warnings,
         docs: &docs,
         ref_errors: &ref_errors,
-        ref_rules: HashMap::new(),
+        ref_rules: HashMap::default(),
         pending: Vec::new(),
-        shared: HashMap::new(),
+        shared: HashMap::default(),
         branches: 0,
         built: 0,
-        memo: HashMap::new(),
-        combinations: HashMap::new(),
-        escape_rules: HashMap::new(),
+        memo: HashMap::default(),
+        combinations: HashMap::default(),
+        escape_rules: HashMap::default(),
         rarely_reached: Vec::new(),
         by_body: Default::default(),
     };

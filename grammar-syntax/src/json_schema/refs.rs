@@ -5,9 +5,9 @@
 
 use super::{limit_error, Dialect, JsonSchemaOptions};
 use crate::diagnostic::{Category, Diagnostic};
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 /// The scheme of rewritten references: `grammask-doc:INDEX#POINTER`.
 const CANONICAL: &str = "grammask-doc:";

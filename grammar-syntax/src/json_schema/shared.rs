@@ -14,7 +14,7 @@
 use super::{JsonSchemaOptions, Whitespace};
 use crate::ir::{Expr, Grammar, GrammarBuilder, RuleId};
 use crate::regex::{json_escape, json_unescaped_char};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// One of the shared rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -208,7 +208,7 @@ pub fn shared_rule(
 pub fn builtin_json_grammar(opts: &JsonSchemaOptions) -> Grammar {
     let mut b = GrammarBuilder::new();
     let root = b.declare("root");
-    let mut cache = HashMap::new();
+    let mut cache = HashMap::default();
     let value = shared_rule(&mut b, &mut cache, opts.whitespace, SharedRule::Value);
     b.define(root, Expr::Rule(value));
     // Every rule used was defined by `shared_rule`.

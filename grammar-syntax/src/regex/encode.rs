@@ -185,7 +185,7 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
         .fold(0u64, |bits, (i, _)| bits | 1 << i);
     if bits != 0 {
         thread_local! {
-            static TRIES: std::cell::RefCell<std::collections::HashMap<u64, Option<Expr>>> =
+            static TRIES: std::cell::RefCell<rustc_hash::FxHashMap<u64, Option<Expr>>> =
                 std::cell::RefCell::default();
         }
         let rest = TRIES.with(|tries| {
@@ -217,7 +217,7 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
     }
     // The `\uXXXX` forms after `\u`, built once per class and thread (the cache is emptied
     // past `UNICODE_CACHE` classes, so a long-running process does not grow it forever).
-    type Cache = std::collections::HashMap<Vec<(char, char)>, Option<Result<Expr, Expr>>>;
+    type Cache = rustc_hash::FxHashMap<Vec<(char, char)>, Option<Result<Expr, Expr>>>;
     const UNICODE_CACHE: usize = 4_096;
     thread_local! {
         static UNICODE: std::cell::RefCell<Cache> = std::cell::RefCell::default();

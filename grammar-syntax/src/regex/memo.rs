@@ -10,8 +10,8 @@
 
 use crate::diagnostic::Diagnostic;
 use regex_syntax::hir::Hir;
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// The most patterns remembered at once.

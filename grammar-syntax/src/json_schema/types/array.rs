@@ -8,8 +8,8 @@ use crate::json_schema::flat::{json_equal, types, Flat};
 use crate::json_schema::shared::SharedRule;
 use crate::json_schema::{Converter, Sub};
 use crate::regex::{is_never, never};
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
-use std::collections::HashMap;
 
 impl<'a> Converter<'a> {
     /// An array of distinct items (`uniqueItems`) whose item schema `parts` accepts only
@@ -78,7 +78,7 @@ impl<'a> Converter<'a> {
         let values: Vec<Expr> =
             domain.iter().map(|v| Expr::seq(vec![self.literal(v), w.clone()])).collect();
         // The rule after the set `used` (bits of `domain`), declared on first use.
-        let mut rules: HashMap<u64, crate::ir::RuleId> = HashMap::new();
+        let mut rules: HashMap<u64, crate::ir::RuleId> = HashMap::default();
         let mut pending: Vec<u64> = Vec::new();
         type Rules = HashMap<u64, crate::ir::RuleId>;
         let rule_of = |this: &mut Self, used: u64, rules: &mut Rules, pending: &mut Vec<u64>| {
@@ -94,7 +94,7 @@ impl<'a> Converter<'a> {
                 Expr::seq(vec![values[i].clone(), Expr::Rule(next)])
             })
             .collect();
-        let mut done: HashMap<u64, ()> = HashMap::new();
+        let mut done: HashMap<u64, ()> = HashMap::default();
         while let Some(used) = pending.pop() {
             if done.insert(used, ()).is_some() {
                 continue;

@@ -21,8 +21,8 @@ use crate::ir::{CharClass, Expr};
 use crate::regex::{
     encode_class, encode_literal, has_json_escape, is_never, never, CharEncoding, JSON_MUST_ESCAPE,
 };
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// Largest member expression (IR nodes) copied where an object's member list needs it
 /// more than once; larger ones become rules.
@@ -181,7 +181,7 @@ fn excluding(
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
     let trie = Trie { names: &sorted, depth: 0 };
-    let mut divergent = vec![divergent_prefixes(trie, &used, &mut HashMap::new())];
+    let mut divergent = vec![divergent_prefixes(trie, &used, &mut HashMap::default())];
     if !is_never(&foreign) {
         divergent.push(Expr::seq(vec![all_prefixes(trie), foreign]));
     }

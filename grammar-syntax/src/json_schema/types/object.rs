@@ -124,7 +124,7 @@ impl<'s> CountedOrder<'s> {
     /// The states reached from the start by writing members (the start, nothing written,
     /// not among them), in the order first reached; `None` past `limit` states.
     fn reached(&self, min: u64, max: Option<u64>, limit: usize) -> Option<Vec<CountedState>> {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         let mut states: Vec<CountedState> = Vec::new();
         let mut k = 0;
         let mut state = (0, 0, 0);
@@ -748,7 +748,7 @@ impl<'a> Converter<'a> {
                 let states = &reached[index];
                 let rules: Vec<crate::ir::RuleId> =
                     states.iter().map(|_| self.b.add_fresh("members", Expr::Empty)).collect();
-                let rule_of: std::collections::HashMap<CountedState, crate::ir::RuleId> =
+                let rule_of: rustc_hash::FxHashMap<CountedState, crate::ir::RuleId> =
                     states.iter().copied().zip(rules.iter().copied()).collect();
                 // The alternatives that write one more member in `state`, each followed by
                 // the rule of the state after it, when an object within the bounds follows.
