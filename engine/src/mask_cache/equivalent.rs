@@ -22,7 +22,7 @@ use crate::automaton::dfa::DEAD;
 use crate::automaton::Dfa;
 use crate::ids::StateId;
 use grammask_syntax::ir::{Expr, Grammar};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Pairs one comparison may visit; past it the states count as different.
 const MAX_PAIRS: usize = 1_024;
@@ -141,7 +141,7 @@ impl Equivalence {
                 dfa.token_edges(s).is_empty()
                     && dfa.calls(s).iter().all(|&(callee, _)| shortest[callee.index()] > 0)
             });
-        Equivalence { usable, resolved: HashMap::new(), by_shape: HashMap::new() }
+        Equivalence { usable, resolved: HashMap::default(), by_shape: HashMap::default() }
     }
 
     /// The first state met that is equivalent to `state` up to `depth` bytes (found among
@@ -161,7 +161,7 @@ impl Equivalence {
         }
         let candidates = self.by_shape.entry(shape(dfa, state)).or_default();
         let found = candidates.iter().rev().take(MAX_CANDIDATES).copied().find(|&c| {
-            let mut pairs = Pairs { dfa, shortest, seen: HashMap::new() };
+            let mut pairs = Pairs { dfa, shortest, seen: HashMap::default() };
             pairs.equivalent(c, state, depth) == Some(true)
         });
         let representative = found.unwrap_or_else(|| {

@@ -52,8 +52,8 @@ use grammask_syntax::ir::Grammar;
 use grammask_syntax::ir::RuleId;
 use grammask_tokenset::Vocabulary;
 use runs::UNKNOWN_DEPTH;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use slicing::Slicing;
-use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -179,10 +179,10 @@ impl MaskCache {
             rules: (0..rules).map(|_| OnceLock::new()).collect(),
             summaries,
             slicing: OnceLock::new(),
-            through: Mutex::new(HashMap::new()),
-            parent: Mutex::new(HashMap::new()),
-            met_once: Mutex::new(HashSet::new()),
-            rests: Mutex::new(HashMap::new()),
+            through: Mutex::new(HashMap::default()),
+            parent: Mutex::new(HashMap::default()),
+            met_once: Mutex::new(HashSet::default()),
+            rests: Mutex::new(HashMap::default()),
             shortest: OnceLock::new(),
             bytes: AtomicUsize::new(0),
             fixed: AtomicUsize::new(0),

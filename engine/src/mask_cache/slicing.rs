@@ -44,7 +44,7 @@
 use super::runs::Excluded;
 use crate::ids::SortedPos;
 use grammask_tokenset::{bitmask_len, get_bit, set_bit, SortedVocab, Vocabulary};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// Slices of exactly 1..=`EXACT` safe characters; longer safe runs share one last slice.
@@ -603,7 +603,7 @@ impl Slicing {
             }
         }
         let tails = Tails::build(sorted, &tailed);
-        let mut tail_of = HashMap::new();
+        let mut tail_of = HashMap::default();
         for k in 0..tails.count() {
             let members = tails.members[k] as usize..tails.members[k + 1] as usize;
             tail_of.extend(tails.positions[members].iter().map(|&p| (p, k as u32)));
@@ -623,8 +623,8 @@ impl Slicing {
             contains,
             contains_non_ascii,
             non_ascii_leads,
-            excluded_unions: Mutex::new(HashMap::new()),
-            holding: Mutex::new(HashMap::new()),
+            excluded_unions: Mutex::new(HashMap::default()),
+            holding: Mutex::new(HashMap::default()),
         }
     }
 

@@ -21,7 +21,7 @@ use crate::error::MatchError;
 use crate::ids::SortedPos;
 use crate::mask::{read_texts, token_exits, Outcome, TokenExits};
 use crate::stack::Position;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::PoisonError;
 
 /// The frames below a top, by their representatives, top first (`None` for unused
