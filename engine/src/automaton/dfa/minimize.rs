@@ -3,8 +3,8 @@
 use crate::deadline::Deadline;
 use crate::ids::{StateId, TokenSetId};
 use grammask_syntax::ir::RuleId;
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 use super::{Dfa, DfaError, DEAD};
 /// Merges equivalent states ([`refine`]), numbered breadth-first from the start (only
@@ -15,7 +15,7 @@ pub(super) fn minimize(dfa: Dfa, deadline: &Deadline) -> Result<Dfa, DfaError> {
     let block: Vec<u32> = {
         // States without calls or token edges (most) split by acceptance alone.
         type Key = (bool, SmallVec<[RuleId; 2]>, SmallVec<[TokenSetId; 2]>);
-        let mut keys: HashMap<Key, u32> = HashMap::new();
+        let mut keys: HashMap<Key, u32> = HashMap::default();
         for accepting in [false, true] {
             keys.insert((accepting, SmallVec::new(), SmallVec::new()), accepting as u32);
         }
@@ -134,16 +134,10 @@ pub(super) fn refine(
     let (off, inv) = crate::automaton::group_by_key(n, &edges);
     drop(edges);
     // The refinable partition: `elems[start[b]..end[b]]` are the states of block `b`.
-    let mut numbering: HashMap<u32, u32> = HashMap::new();
-    let mut blk: Vec<u32> = initial
-        .iter()
-        .map(|&b| {
-            let next = numbering.len() as u32;
-            *numbering.entry(b).or_insert(next)
-        })
-        .collect();
-    blk.push(numbering.len() as u32); // the sink, a block of its own
-    let n_initial = numbering.len() + 1;
+    let mut blk: Vec<u32> = initial.to_vec();
+    let n_blocks = number_by_first_seen(&mut blk);
+    blk.push(n_blocks); // the sink, a block of its own
+    let n_initial = n_blocks as usize + 1;
     let mut elems: Vec<u32> = (0..total as u32).collect();
     elems.sort_by_key(|&s| blk[s as usize]);
     let mut loc = vec![0u32; total];
@@ -234,11 +228,25 @@ pub(super) fn refine(
     blk.truncate(n);
     // Number the blocks of the real states from 0 (the sink's block holds only the sink:
     // no state is equivalent to it, each keeps a path to the end of its rule).
-    let mut renumber: HashMap<u32, u32> = HashMap::new();
-    for b in blk.iter_mut() {
-        let next = renumber.len() as u32;
-        *b = *renumber.entry(*b).or_insert(next);
-    }
-    let count = renumber.len() as u32;
+    let count = number_by_first_seen(&mut blk);
     Ok((blk, count))
+}
+
+/// Renumbers `ids` (small, dense) from 0 in the order each is first seen; returns how
+/// many distinct ones there are.
+fn number_by_first_seen(ids: &mut [u32]) -> u32 {
+    let Some(&top) = ids.iter().max() else {
+        return 0;
+    };
+    let mut number = vec![u32::MAX; top as usize + 1];
+    let mut count = 0;
+    for id in ids.iter_mut() {
+        let n = &mut number[*id as usize];
+        if *n == u32::MAX {
+            *n = count;
+            count += 1;
+        }
+        *id = *n;
+    }
+    count
 }
