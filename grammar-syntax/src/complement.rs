@@ -184,15 +184,15 @@ struct AtomRun {
     to: Option<usize>,
 }
 
-/// A state of a [`combination`] past which only the length bound decides (every character
-/// keeps the expressions where they are, as after a pattern's `.*` or an unanchored end):
-/// `item`, any one character, `min..=max` more times. Its rule is declared and left for
-/// the caller to define, as a counted repetition of its own kind (the JSON Schema
-/// converter's chunks): written as states, one rule per count, it would cost `max` rules.
+/// A state of a [`combination`] past which only the length bound decides (after a
+/// pattern's `.*`, `[a-z]+$` or unanchored end): `item`, one of the characters read
+/// there, `min..=max` more times. Its rule is declared and left for the caller to define,
+/// as a counted repetition of its own kind (the JSON Schema converter's chunks): written
+/// as states, one rule per count, it would cost `max` rules.
 pub struct CountedRest {
     /// The rule to define.
     pub rule: RuleId,
-    /// Any one character, in the combination's encoding.
+    /// One character of those the rest reads, in the combination's encoding.
     pub item: Expr,
     /// Fewest more characters.
     pub min: u32,
@@ -548,13 +548,13 @@ pub fn combination(
             }
         }
         // Per chain (by its last state): the rests entering it, and the longest.
-        let mut chains: FxHashMap<usize, (u32, u32)> = FxHashMap::default();
+        let mut entered: FxHashMap<usize, (u32, u32)> = FxHashMap::default();
         for (_, r) in &rests {
-            let c = chains.entry(r.end).or_default();
+            let c = entered.entry(r.end).or_default();
             *c = (c.0 + 1, c.1.max(r.steps));
         }
         let mut again = false;
-        for (&end, &(entries, longest)) in &chains {
+        for (&end, &(entries, longest)) in &entered {
             if entries > 1 && entries.saturating_mul(REST_COST) > longest {
                 whole_chain[end] = true;
                 again = true;
