@@ -205,11 +205,9 @@ pub struct CountedRest {
 /// at this cost stays states.
 const REST_COST: u32 = 64;
 
-/// A chain of DFA states that [`combination`] writes as a [`CountedRest`]: the atoms it
-/// reads, the fewest and most characters more, its last state and how many steps lead
-/// there.
+/// A chain of DFA states that [`combination`] writes as a [`CountedRest`]: the fewest and
+/// most characters more, its last state and how many steps lead there.
 struct Rest {
-    chars: Vec<usize>,
     min: u32,
     max: Option<u32>,
     end: usize,
@@ -523,8 +521,7 @@ pub fn combination(
             return None;
         }
         let min = length.min.saturating_sub(count);
-        let chars = (0..atoms.len()).filter(|&a| reads(s, a)).collect();
-        Some(Rest { chars, min, max, end: c.end, steps })
+        Some(Rest { min, max, end: c.end, steps })
     };
     // The states written: those the start reaches through states that are not rests. A
     // chain entered at many counts (after a loop: `^[a-z]+:[a-z]+$`) stays states, one
@@ -575,8 +572,9 @@ pub fn combination(
     }
     let rests = rests
         .into_iter()
-        .map(|(s, Rest { chars, min, max, .. })| {
-            let ranges = chars.iter().flat_map(|&a| scalars[a].iter().copied());
+        .map(|(s, Rest { min, max, .. })| {
+            let chars = (0..atoms.len()).filter(|&a| reads(s, a));
+            let ranges = chars.flat_map(|a| scalars[a].iter().copied());
             let item = encode_class(&CharClass::new(false, ranges), encoding);
             Some(CountedRest { rule: ids[s]?, item, min, max })
         })
