@@ -1146,6 +1146,66 @@ fn runs_into_the_called_states_of_a_patterns_product_take_the_slices() {
     masked_walks_agree(&grammars, 0x510E_527F_ADE6_82D1, 60, 40, || {});
 }
 
+/// `^.+`: the first character is ECMAScript's `.`, which refuses U+2028 and U+2029 (and
+/// the escapes of line terminators), while any character may follow it. The characters
+/// sharing a first byte with those two divert: the tokens holding one are walked, and
+/// every other token of string characters is taken by the slices, not only those of one
+/// character. The masks are the plain walk's.
+#[test]
+fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
+    let texts = [
+        "{",
+        "}",
+        "{\"",
+        "\":\"",
+        "\"",
+        "\"}",
+        ",",
+        ":",
+        "1",
+        "A",
+        "Apple",
+        "Apple Watch",
+        "abcdefghijkl",
+        "é",
+        "日本",
+        "\u{2028}",
+        "a\u{2028}",
+        "\u{2028}a",
+        "\u{2029}b",
+        "\u{201c}quoted\u{201d}",
+        "x\u{2026}",
+        "\\",
+        "\\n",
+        "a\\n",
+        "\\u2028",
+        "\\u00e9",
+    ];
+    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
+    // The tokens of string characters without one whose first byte U+2028 starts with.
+    let runs =
+        texts.iter().filter(|t| !t.contains(['"', '\\']) && !t.bytes().any(|b| b == 0xE2)).count()
+            as u64;
+    let schema = r#"{"type": "object", "properties": {"p": {"type": "string",
+        "pattern": "^.+"}}, "required": ["p"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"p\":\"").unwrap();
+    let before = counters::snapshot();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    for t in ["Apple Watch", "日本", "a\u{2028}", "\u{201c}quoted\u{201d}", "x\u{2026}", "a\\n"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["\"", "\"}", "\u{2028}", "\u{2028}a", "\u{2029}b", "\\n", "\\u2028"] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
+    masked_walks_agree(&grammars, 0x2028_2029_0A0D_5EED, 60, 40, || {});
+}
+
 /// Patterns whose characters mostly loop among a few states (`[A-Za-z0-9]` runs, `.` and
 /// `@` leading elsewhere, an e-mail address's local part): the slices without the other
 /// characters are accepted whole, and the tokens holding a diverting character walked.

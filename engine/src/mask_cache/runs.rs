@@ -43,6 +43,9 @@ pub(crate) struct Excluded {
     pub(super) non_ascii: bool,
     /// Otherwise, the refused ones of more than one byte, as UTF-8, in search order.
     pub(super) others: Vec<smallvec::SmallVec<[u8; 4]>>,
+    /// The characters of more than one byte with these first bytes, read or not: a
+    /// [`Diverted`] split walks their tokens, so the slices' bitmask leaves them out.
+    pub(super) leads: Leads,
 }
 
 impl Excluded {
@@ -56,8 +59,10 @@ impl Excluded {
         let reads_non_ascii = NON_ASCII_LEADS.clone().any(|b| dfa.next(state, b).is_some());
         let ascii = refused_ascii(dfa, state);
         let read = safe_ascii().count() - ascii.count_ones() as usize;
-        (read >= MIN_READ_FOR_DIVERTING)
-            .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, reads_non_ascii))
+        (read >= MIN_READ_FOR_DIVERTING).then_some((
+            Excluded { ascii, non_ascii: true, ..Excluded::default() },
+            reads_non_ascii,
+        ))
     }
 
     /// The safe ASCII characters `state` refuses, at most [`MAX_EXCLUDED`], with every
@@ -70,12 +75,12 @@ impl Excluded {
         let leads = Leads::read_by(|b| dfa.next(state, b).is_some());
         let ascii = refused_ascii(dfa, state);
         (!leads.is_empty() && ascii.count_ones() as usize <= MAX_EXCLUDED)
-            .then_some((Excluded { ascii, non_ascii: true, others: Vec::new() }, leads))
+            .then_some((Excluded { ascii, non_ascii: true, ..Excluded::default() }, leads))
     }
 
     /// Whether no safe character is excluded.
     pub(crate) fn is_empty(&self) -> bool {
-        self.ascii == 0 && !self.non_ascii && self.others.is_empty()
+        self.ascii == 0 && !self.non_ascii && self.others.is_empty() && self.leads.is_empty()
     }
 
     /// The safe characters `state` refuses, when slices can still serve it: at most
@@ -450,12 +455,42 @@ const MAX_DIVERTING: u32 = 32;
 /// byte a state of the closure reads is walked, the others are rejected. A split where
 /// nothing diverts says that every run of kept characters is read: the keys of an object
 /// of many names, whose states are too many for [`safe_depth`].
+///
+/// Where a state of the closure reads a character of more than one byte that `state`
+/// refuses (ECMAScript's `.` at a pattern's first character, any character after it), the
+/// characters sharing a first byte with a refused one divert too: their tokens are walked
+/// (those holding `“` or `…` beside U+2028), the others are kept.
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
     state: StateId,
     excluded: &Excluded,
     non_ascii_diverts: bool,
+    max_steps: usize,
+) -> Option<Diverted> {
+    let walked = Leads::default();
+    diverted_walking(dfa, exits, state, excluded, non_ascii_diverts, walked, max_steps).or_else(
+        || {
+            if non_ascii_diverts || excluded.non_ascii || excluded.others.is_empty() {
+                return None;
+            }
+            // Every first byte of the byte class of a refused character's first byte.
+            let classes: Vec<u8> = excluded.others.iter().map(|c| dfa.byte_class(c[0])).collect();
+            let walked = Leads::read_by(|b| classes.contains(&dfa.byte_class(b)));
+            diverted_walking(dfa, exits, state, excluded, false, walked, max_steps)
+        },
+    )
+}
+
+/// [`diverted`], with the characters of more than one byte whose first byte is in
+/// `walked` diverting (neither kept nor followed).
+fn diverted_walking(
+    dfa: &Dfa,
+    exits: &RuleExits,
+    state: StateId,
+    excluded: &Excluded,
+    non_ascii_diverts: bool,
+    walked: Leads,
     max_steps: usize,
 ) -> Option<Diverted> {
     let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
@@ -473,6 +508,21 @@ pub(crate) fn diverted(
     };
     let reads = |s: StateId| safe & !refused_by(s);
     let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
+    // The characters of more than one byte followed: without those `walked` starts.
+    let unwalked: Vec<Vec<smallvec::SmallVec<[u8; 8]>>>;
+    let multi_byte = if walked.is_empty() {
+        multi_byte
+    } else {
+        unwalked = multi_byte
+            .iter()
+            .filter_map(|seq| {
+                let mut seq = seq.clone();
+                seq[0].retain(|b| !walked.contains(*b));
+                (!seq[0].is_empty()).then_some(seq)
+            })
+            .collect();
+        &unwalked
+    };
     let mut kept = reads(state);
     // Each state met costs a lookup per class, twice.
     let per_state = 2 * classes.len();
@@ -531,7 +581,8 @@ pub(crate) fn diverted(
                 // With refused characters of more than one byte listed, each state of the
                 // closure must refuse those as `state` does, and read the others.
                 let from: StateSet = smallvec::smallvec![s];
-                let reference = (!excluded.others.is_empty()).then_some(state);
+                let reference =
+                    (!excluded.others.is_empty() || !walked.is_empty()).then_some(state);
                 let step = step_char(dfa, exits, multi_byte, &from, reference);
                 match step.next {
                     Some(targets) if !step.open => next.extend(targets),
@@ -557,7 +608,7 @@ pub(crate) fn diverted(
             let read_by = |s: StateId| Leads::read_by(|b| dfa.next(s, b).is_some());
             closure.iter().fold(Leads::default(), |l, &s| l.union(read_by(s)))
         } else {
-            Leads::default()
+            walked
         };
         // A split that keeps fewer characters than divert walks more than it takes.
         let worth = kept.count_ones() >= diverting.count_ones().max(1);
@@ -565,7 +616,12 @@ pub(crate) fn diverted(
             excluded: Excluded {
                 ascii: safe & !kept,
                 non_ascii: excluded.non_ascii || non_ascii_diverts,
-                others: if non_ascii_diverts { Vec::new() } else { excluded.others.clone() },
+                others: if non_ascii_diverts || !walked.is_empty() {
+                    Vec::new()
+                } else {
+                    excluded.others.clone()
+                },
+                leads: walked,
             },
             diverting,
             leads,

@@ -115,6 +115,11 @@ impl Leads {
     fn meets(self, other: Leads) -> bool {
         self.0 & other.0 != 0
     }
+
+    /// Whether `b` is in the set.
+    pub(crate) fn contains(self, b: u8) -> bool {
+        NON_ASCII_LEADS.contains(&b) && self.0 >> (b - 0xC0) & 1 != 0
+    }
 }
 
 /// The number of safe characters of `bytes` when it is a non-empty safe run (an
@@ -728,6 +733,13 @@ impl Slicing {
         for mask in excluded_masks {
             for (w, &c) in bits.iter_mut().zip(mask) {
                 *w &= !c;
+            }
+        }
+        if !excluded.leads.is_empty() {
+            for &(id, held) in &self.non_ascii_leads {
+                if held.meets(excluded.leads) {
+                    bits[id as usize / 32] &= !(1 << (id % 32));
+                }
             }
         }
         if !excluded.others.is_empty() {
