@@ -1206,6 +1206,68 @@ fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
     masked_walks_agree(&grammars, 0x2028_2029_0A0D_5EED, 60, 40, || {});
 }
 
+/// `^[^,;]*,.+$`: the first character may be any but `,` and `;`, U+2028 among them,
+/// while the character after the comma is ECMAScript's `.`, which refuses U+2028: a
+/// state the slices would read through refuses what the position reads (and reads the
+/// `;` it refuses, whose tokens divert too). The characters sharing a
+/// first byte with U+2028 divert (their tokens are walked), and every other token of
+/// string characters is taken by the slices. The masks are the plain walk's.
+#[test]
+fn a_later_state_refusing_what_the_first_reads_takes_the_slices() {
+    let texts = [
+        "{",
+        "}",
+        "{\"",
+        "\":\"",
+        "\"",
+        "\"}",
+        ",",
+        ":",
+        "a",
+        "abc",
+        "a,b",
+        ",x",
+        "abc,",
+        "日本",
+        "\u{2028}",
+        "\u{2028},x",
+        "a,\u{2028}",
+        ",\u{2028}",
+        "\u{201c}x,y\u{201d}",
+        "\\",
+        "\\n",
+        ",\\n",
+        ";",
+        "a;b",
+        ",;",
+    ];
+    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
+    // The tokens of string characters without `;` (refused first, read after the comma:
+    // walked) and without one whose first byte U+2028 starts with.
+    let runs = texts
+        .iter()
+        .filter(|t| !t.contains(['"', '\\', ';']) && !t.bytes().any(|b| b == 0xE2))
+        .count() as u64;
+    let schema = r#"{"type": "object", "properties": {"p": {"type": "string",
+        "pattern": "^[^,;]*,.+$"}}, "required": ["p"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"p\":\"").unwrap();
+    let before = counters::snapshot();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    for t in ["abc", "a,b", ",x", "\u{2028}", "\u{2028},x", "\u{201c}x,y\u{201d}", "\\n", ",;"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["\"", "\"}", "a,\u{2028}", ",\u{2028}", ",\\n", ";", "a;b"] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
+    masked_walks_agree(&grammars, 0x2C2C_2028_0BAD_5EED, 60, 40, || {});
+}
+
 /// Patterns whose characters mostly loop among a few states (`[A-Za-z0-9]` runs, `.` and
 /// `@` leading elsewhere, an e-mail address's local part): the slices without the other
 /// characters are accepted whole, and the tokens holding a diverting character walked.

@@ -456,41 +456,18 @@ const MAX_DIVERTING: u32 = 32;
 /// nothing diverts says that every run of kept characters is read: the keys of an object
 /// of many names, whose states are too many for [`safe_depth`].
 ///
-/// Where a state of the closure reads a character of more than one byte that `state`
-/// refuses (ECMAScript's `.` at a pattern's first character, any character after it), the
-/// characters sharing a first byte with a refused one divert too: their tokens are walked
-/// (those holding `“` or `…` beside U+2028), the others are kept.
+/// Where a state of the closure reads a character of more than one byte otherwise than
+/// `state` does (ECMAScript's `.` at a pattern's first character refuses U+2028, any
+/// character after it reads it; `\s*` then `:` after a space refuses the letters
+/// `[^:\s]+` read before it), the characters sharing a first byte with one read
+/// otherwise divert too: their tokens are walked (those holding `“` or `…` beside
+/// U+2028), and the closure is searched again.
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
     state: StateId,
     excluded: &Excluded,
     non_ascii_diverts: bool,
-    max_steps: usize,
-) -> Option<Diverted> {
-    let walked = Leads::default();
-    diverted_walking(dfa, exits, state, excluded, non_ascii_diverts, walked, max_steps).or_else(
-        || {
-            if non_ascii_diverts || excluded.non_ascii || excluded.others.is_empty() {
-                return None;
-            }
-            // Every first byte of the byte class of a refused character's first byte.
-            let classes: Vec<u8> = excluded.others.iter().map(|c| dfa.byte_class(c[0])).collect();
-            let walked = Leads::read_by(|b| classes.contains(&dfa.byte_class(b)));
-            diverted_walking(dfa, exits, state, excluded, false, walked, max_steps)
-        },
-    )
-}
-
-/// [`diverted`], with the characters of more than one byte whose first byte is in
-/// `walked` diverting (neither kept nor followed).
-fn diverted_walking(
-    dfa: &Dfa,
-    exits: &RuleExits,
-    state: StateId,
-    excluded: &Excluded,
-    non_ascii_diverts: bool,
-    walked: Leads,
     max_steps: usize,
 ) -> Option<Diverted> {
     let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
@@ -507,22 +484,11 @@ fn diverted_walking(
         classes.iter().filter(|&&(b, _)| dfa.next(s, b).is_none()).fold(0, |m, &(_, c)| m | c)
     };
     let reads = |s: StateId| safe & !refused_by(s);
-    let multi_byte = &class_reps(dfa)[ASCII_SEQS..];
-    // The characters of more than one byte followed: without those `walked` starts.
-    let unwalked: Vec<Vec<smallvec::SmallVec<[u8; 8]>>>;
-    let multi_byte = if walked.is_empty() {
-        multi_byte
-    } else {
-        unwalked = multi_byte
-            .iter()
-            .filter_map(|seq| {
-                let mut seq = seq.clone();
-                seq[0].retain(|b| !walked.contains(*b));
-                (!seq[0].is_empty()).then_some(seq)
-            })
-            .collect();
-        &unwalked
-    };
+    // The characters of more than one byte whose tokens are walked, by their first
+    // bytes, and the others, followed: one byte of each class of each sequence.
+    let mut walked = Leads::default();
+    let mut multi_byte: Vec<Vec<smallvec::SmallVec<[u8; 8]>>> =
+        class_reps(dfa)[ASCII_SEQS..].to_vec();
     let mut kept = reads(state);
     // Each state met costs a lookup per class, twice.
     let per_state = 2 * classes.len();
@@ -583,10 +549,27 @@ fn diverted_walking(
                 let from: StateSet = smallvec::smallvec![s];
                 let reference =
                     (!excluded.others.is_empty() || !walked.is_empty()).then_some(state);
-                let step = step_char(dfa, exits, multi_byte, &from, reference);
+                let step = step_char(dfa, exits, &multi_byte, &from, reference);
                 match step.next {
                     Some(targets) if !step.open => next.extend(targets),
-                    _ => return None,
+                    _ => {
+                        // The first bytes of the characters `s` reads otherwise than
+                        // `state`, each byte with its class, divert from now on.
+                        let otherwise = otherwise_read(dfa, exits, &multi_byte, s, state);
+                        if otherwise.is_empty() {
+                            return None;
+                        }
+                        steps = steps.checked_sub(i * per_state)?;
+                        walked = walked.union(otherwise);
+                        multi_byte = multi_byte
+                            .into_iter()
+                            .filter_map(|mut seq| {
+                                seq[0].retain(|b| !walked.contains(*b));
+                                (!seq[0].is_empty()).then_some(seq)
+                            })
+                            .collect();
+                        continue 'round;
+                    }
                 }
             }
             for t in next {
@@ -616,11 +599,7 @@ fn diverted_walking(
             excluded: Excluded {
                 ascii: safe & !kept,
                 non_ascii: excluded.non_ascii || non_ascii_diverts,
-                others: if non_ascii_diverts || !walked.is_empty() {
-                    Vec::new()
-                } else {
-                    excluded.others.clone()
-                },
+                others: if non_ascii_diverts { Vec::new() } else { excluded.others.clone() },
                 leads: walked,
             },
             diverting,
@@ -628,6 +607,33 @@ fn diverted_walking(
         });
     }
     None
+}
+
+/// The first bytes (each with every byte of its class) of the characters of more than
+/// one byte of `reps` that `s` reads otherwise than `reference`: refuses where it reads,
+/// reads where it refuses, or reads into an open state. Empty when each alone agrees
+/// (their states together were too many).
+fn otherwise_read(
+    dfa: &Dfa,
+    exits: &RuleExits,
+    reps: &[Vec<smallvec::SmallVec<[u8; 8]>>],
+    s: StateId,
+    reference: StateId,
+) -> Leads {
+    let from: StateSet = smallvec::smallvec![s];
+    let mut otherwise = Leads::default();
+    for seq in reps {
+        for &b in &seq[0] {
+            let mut one = seq.clone();
+            one[0] = smallvec::smallvec![b];
+            let step = step_char(dfa, exits, std::slice::from_ref(&one), &from, Some(reference));
+            if step.next.is_none() || step.open {
+                let class = dfa.byte_class(b);
+                otherwise = otherwise.union(Leads::read_by(|c| dfa.byte_class(c) == class));
+            }
+        }
+    }
+    otherwise
 }
 
 /// What [`safe_depth`] found.
