@@ -1268,6 +1268,57 @@ fn a_later_state_refusing_what_the_first_reads_takes_the_slices() {
     masked_walks_agree(&grammars, 0x2C2C_2028_0BAD_5EED, 60, 40, || {});
 }
 
+/// `^[ -~].*$`: the first character is printable ASCII, any character may follow. The
+/// position refuses every character of more than one byte that the states after it
+/// read: the tokens holding one are walked, and every token of ASCII string characters
+/// is taken by the slices, not only those of one character. The masks are the plain
+/// walk's.
+#[test]
+fn an_ascii_first_character_before_any_takes_the_slices() {
+    let texts = [
+        "{",
+        "}",
+        "{\"",
+        "\":\"",
+        "\"",
+        "\"}",
+        ",",
+        "a",
+        "ab",
+        "Hello world",
+        "a,b:c",
+        "é",
+        "aé",
+        "a日本",
+        "日本",
+        "a\u{2028}",
+        "\\",
+        "a\\n",
+        "\\u00e9",
+    ];
+    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
+    // The tokens of ASCII string characters.
+    let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && t.is_ascii()).count() as u64;
+    let schema = r#"{"type": "object", "properties": {"p": {"type": "string",
+        "pattern": "^[ -~].*$"}}, "required": ["p"], "additionalProperties": false}"#;
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"p\":\"").unwrap();
+    let before = counters::snapshot();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    for t in ["Hello world", "aé", "a日本", "a,b:c", "{\"", "\\"] {
+        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    for t in ["\"", "é", "日本", "a\u{2028}", "\\u00e9", "a\\n"] {
+        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
+    }
+    assert_eq!(sliced, runs, "the tokens of ASCII string characters are taken by the slices");
+    masked_walks_agree(&grammars, 0x7E20_A5C1_1F1E_5EED, 60, 40, || {});
+}
+
 /// Patterns whose characters mostly loop among a few states (`[A-Za-z0-9]` runs, `.` and
 /// `@` leading elsewhere, an e-mail address's local part): the slices without the other
 /// characters are accepted whole, and the tokens holding a diverting character walked.

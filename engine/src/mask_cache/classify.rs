@@ -729,9 +729,14 @@ impl SlicePlan {
                 })
                 .flatten();
             if let Some(d) = d {
-                let worth = !excluded.is_empty() || {
-                    let walked = rest() + slicing.holding_count(d.diverting, d.leads, EXACT + 1);
-                    walked * DIVERTED_WALK_COST < by_length()
+                let walked = || rest() + slicing.holding_count(d.diverting, d.leads, EXACT + 1);
+                // A split that walks the tokens of characters of more than one byte (read
+                // otherwise past the position) must walk fewer than the slices by length
+                // leave.
+                let worth = if !d.leads.is_empty() {
+                    walked() < by_length()
+                } else {
+                    !excluded.is_empty() || walked() * DIVERTED_WALK_COST < by_length()
                 };
                 if worth {
                     return Some(SlicePlan::diverted(slicing, sorted, d));

@@ -448,11 +448,12 @@ const MAX_DIVERTING: u32 = 32;
 /// that lead into that state or those it refuses are no longer kept, the fewer. `None`
 /// when the closure grows past [`MAX_DIVERT_STATES`] states or [`MAX_DIVERT_DEPTH`]
 /// characters, the search past `max_steps` lookups (within [`MIN_DIVERT_STEPS`] and
-/// [`MAX_DIVERT_STEPS`]), a state of it is open ([`is_open`]), refuses a kept character
-/// of more than one byte or reads one that is not kept, or more than [`MAX_DIVERTING`]
-/// characters divert, or more than are kept. With `non_ascii_diverts`, the characters of
-/// more than one byte are neither kept nor followed: every token holding one whose first
-/// byte a state of the closure reads is walked, the others are rejected. A split where
+/// [`MAX_DIVERT_STEPS`]), a state of it is open ([`is_open`]), or more than
+/// [`MAX_DIVERTING`] characters divert, or more than are kept. With `non_ascii_diverts`,
+/// or when `state` refuses every character of more than one byte and a state of the
+/// closure reads one (`.*` after an ASCII first character), the characters of more than
+/// one byte are neither kept nor followed: every token holding one whose first byte a
+/// state of the closure reads is walked, the others are rejected. A split where
 /// nothing diverts says that every run of kept characters is read: the keys of an object
 /// of many names, whose states are too many for [`safe_depth`].
 ///
@@ -467,7 +468,7 @@ pub(crate) fn diverted(
     exits: &RuleExits,
     state: StateId,
     excluded: &Excluded,
-    non_ascii_diverts: bool,
+    mut non_ascii_diverts: bool,
     max_steps: usize,
 ) -> Option<Diverted> {
     let safe = safe_ascii().fold(0u128, |m, b| m | 1 << b);
@@ -540,9 +541,10 @@ pub(crate) fn diverted(
             if non_ascii_diverts {
                 // Every token holding a character of more than one byte is walked.
             } else if excluded.non_ascii {
-                if NON_ASCII_LEADS.clone().any(|b| dfa.next(s, b).is_some()) {
-                    return None;
-                }
+                // `state` refuses every character of more than one byte: where a state of
+                // the closure reads one (`.*` after an ASCII first character), the tokens
+                // holding one it may read are walked, the others rejected.
+                non_ascii_diverts = NON_ASCII_LEADS.clone().any(|b| dfa.next(s, b).is_some());
             } else {
                 // With refused characters of more than one byte listed, each state of the
                 // closure must refuse those as `state` does, and read the others.
