@@ -1146,6 +1146,33 @@ fn runs_into_the_called_states_of_a_patterns_product_take_the_slices() {
     masked_walks_agree(&grammars, 0x510E_527F_ADE6_82D1, 60, 40, || {});
 }
 
+/// At the start of the string of `{"p": ...}`, a string under `pattern`, over a
+/// vocabulary of `texts`: the tokens allowed and how many of them the slices took (the
+/// masks of random walks checked against the plain walk's on the way).
+fn at_a_patterns_start(texts: &[&str], pattern: &str, seed: u64) -> (Vec<String>, u64) {
+    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
+    let schema = format!(
+        r#"{{"type": "object", "properties": {{"p": {{"type": "string", "pattern": {}}}}},
+        "required": ["p"], "additionalProperties": false}}"#,
+        serde_json::Value::String(pattern.into())
+    );
+    let grammars = cached_and_plain(&v, &schema_grammar(&schema));
+    let text =
+        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
+    let mut m = Matcher::new(grammars[0].clone());
+    m.accept_string("{\"p\":\"").unwrap();
+    let before = counters::snapshot();
+    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    masked_walks_agree(&grammars, seed, 60, 40, || {});
+    (allowed, sliced)
+}
+
+/// Whether `t` holds a character whose first byte U+2028's (0xE2) is.
+fn holds_e2(t: &str) -> bool {
+    t.bytes().any(|b| b == 0xE2)
+}
+
 /// `^.+`: the first character is ECMAScript's `.`, which refuses U+2028 and U+2029 (and
 /// the escapes of line terminators), while any character may follow it. The characters
 /// sharing a first byte with those two divert: the tokens holding one are walked, and
@@ -1181,21 +1208,9 @@ fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
         "\\u2028",
         "\\u00e9",
     ];
-    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
     // The tokens of string characters without one whose first byte U+2028 starts with.
-    let runs =
-        texts.iter().filter(|t| !t.contains(['"', '\\']) && !t.bytes().any(|b| b == 0xE2)).count()
-            as u64;
-    let schema = r#"{"type": "object", "properties": {"p": {"type": "string",
-        "pattern": "^.+"}}, "required": ["p"], "additionalProperties": false}"#;
-    let grammars = cached_and_plain(&v, &schema_grammar(schema));
-    let text =
-        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
-    let mut m = Matcher::new(grammars[0].clone());
-    m.accept_string("{\"p\":\"").unwrap();
-    let before = counters::snapshot();
-    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
-    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && !holds_e2(t)).count() as u64;
+    let (allowed, sliced) = at_a_patterns_start(&texts, "^.+", 0x2028_2029_0A0D_5EED);
     for t in ["Apple Watch", "日本", "a\u{2028}", "\u{201c}quoted\u{201d}", "x\u{2026}", "a\\n"] {
         assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
@@ -1203,15 +1218,14 @@ fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
         assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
     assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
-    masked_walks_agree(&grammars, 0x2028_2029_0A0D_5EED, 60, 40, || {});
 }
 
 /// `^[^,;]*,.+$`: the first character may be any but `,` and `;`, U+2028 among them,
 /// while the character after the comma is ECMAScript's `.`, which refuses U+2028: a
 /// state the slices would read through refuses what the position reads (and reads the
-/// `;` it refuses, whose tokens divert too). The characters sharing a
-/// first byte with U+2028 divert (their tokens are walked), and every other token of
-/// string characters is taken by the slices. The masks are the plain walk's.
+/// `;` it refuses, whose tokens divert too). The characters sharing a first byte with
+/// U+2028 divert (their tokens are walked), and every other token of string characters
+/// is taken by the slices. The masks are the plain walk's.
 #[test]
 fn a_later_state_refusing_what_the_first_reads_takes_the_slices() {
     let texts = [
@@ -1241,23 +1255,11 @@ fn a_later_state_refusing_what_the_first_reads_takes_the_slices() {
         "a;b",
         ",;",
     ];
-    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
     // The tokens of string characters without `;` (refused first, read after the comma:
     // walked) and without one whose first byte U+2028 starts with.
-    let runs = texts
-        .iter()
-        .filter(|t| !t.contains(['"', '\\', ';']) && !t.bytes().any(|b| b == 0xE2))
-        .count() as u64;
-    let schema = r#"{"type": "object", "properties": {"p": {"type": "string",
-        "pattern": "^[^,;]*,.+$"}}, "required": ["p"], "additionalProperties": false}"#;
-    let grammars = cached_and_plain(&v, &schema_grammar(schema));
-    let text =
-        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
-    let mut m = Matcher::new(grammars[0].clone());
-    m.accept_string("{\"p\":\"").unwrap();
-    let before = counters::snapshot();
-    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
-    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    let runs =
+        texts.iter().filter(|t| !t.contains(['"', '\\', ';']) && !holds_e2(t)).count() as u64;
+    let (allowed, sliced) = at_a_patterns_start(&texts, "^[^,;]*,.+$", 0x2C2C_2028_0BAD_5EED);
     for t in ["abc", "a,b", ",x", "\u{2028}", "\u{2028},x", "\u{201c}x,y\u{201d}", "\\n", ",;"] {
         assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
@@ -1265,7 +1267,6 @@ fn a_later_state_refusing_what_the_first_reads_takes_the_slices() {
         assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
     assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
-    masked_walks_agree(&grammars, 0x2C2C_2028_0BAD_5EED, 60, 40, || {});
 }
 
 /// `^[ -~].*$`: the first character is printable ASCII, any character may follow. The
@@ -1296,19 +1297,9 @@ fn an_ascii_first_character_before_any_takes_the_slices() {
         "a\\n",
         "\\u00e9",
     ];
-    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
     // The tokens of ASCII string characters.
     let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && t.is_ascii()).count() as u64;
-    let schema = r#"{"type": "object", "properties": {"p": {"type": "string",
-        "pattern": "^[ -~].*$"}}, "required": ["p"], "additionalProperties": false}"#;
-    let grammars = cached_and_plain(&v, &schema_grammar(schema));
-    let text =
-        |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
-    let mut m = Matcher::new(grammars[0].clone());
-    m.accept_string("{\"p\":\"").unwrap();
-    let before = counters::snapshot();
-    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
-    let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    let (allowed, sliced) = at_a_patterns_start(&texts, "^[ -~].*$", 0x7E20_A5C1_1F1E_5EED);
     for t in ["Hello world", "aé", "a日本", "a,b:c", "{\"", "\\"] {
         assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
@@ -1316,7 +1307,6 @@ fn an_ascii_first_character_before_any_takes_the_slices() {
         assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
     }
     assert_eq!(sliced, runs, "the tokens of ASCII string characters are taken by the slices");
-    masked_walks_agree(&grammars, 0x7E20_A5C1_1F1E_5EED, 60, 40, || {});
 }
 
 /// Patterns whose characters mostly loop among a few states (`[A-Za-z0-9]` runs, `.` and

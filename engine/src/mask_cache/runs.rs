@@ -459,10 +459,10 @@ const MAX_DIVERTING: u32 = 32;
 ///
 /// Where a state of the closure reads a character of more than one byte otherwise than
 /// `state` does (ECMAScript's `.` at a pattern's first character refuses U+2028, any
-/// character after it reads it; `\s*` then `:` after a space refuses the letters
-/// `[^:\s]+` read before it), the characters sharing a first byte with one read
-/// otherwise divert too: their tokens are walked (those holding `“` or `…` beside
-/// U+2028), and the closure is searched again.
+/// character after it reads it; after the comma of `^[^,]*,.+$` it refuses U+2028 again),
+/// the characters sharing a first byte with one read otherwise divert too: their tokens
+/// are walked (those holding `“` or `…` beside U+2028), and the closure is searched
+/// again.
 pub(crate) fn diverted(
     dfa: &Dfa,
     exits: &RuleExits,
@@ -544,7 +544,9 @@ pub(crate) fn diverted(
                 // `state` refuses every character of more than one byte: where a state of
                 // the closure reads one (`.*` after an ASCII first character), the tokens
                 // holding one it may read are walked, the others rejected.
-                non_ascii_diverts = NON_ASCII_LEADS.clone().any(|b| dfa.next(s, b).is_some());
+                if NON_ASCII_LEADS.clone().any(|b| dfa.next(s, b).is_some()) {
+                    non_ascii_diverts = true;
+                }
             } else {
                 // With refused characters of more than one byte listed, each state of the
                 // closure must refuse those as `state` does, and read the others.
