@@ -1147,9 +1147,16 @@ fn runs_into_the_called_states_of_a_patterns_product_take_the_slices() {
 }
 
 /// At the start of the string of `{"p": ...}`, a string under `pattern`, over a
-/// vocabulary of `texts`: the tokens allowed and how many of them the slices took (the
-/// masks of random walks checked against the plain walk's on the way).
-fn at_a_patterns_start(texts: &[&str], pattern: &str, seed: u64) -> (Vec<String>, u64) {
+/// vocabulary of `texts`: checks that the mask holds every token of `allowed` and none
+/// of `refused`, and gives how many tokens the slices took (the masks of random walks
+/// checked against the plain walk's on the way).
+fn sliced_at_a_patterns_start(
+    texts: &[&str],
+    pattern: &str,
+    seed: u64,
+    allowed: &[&str],
+    refused: &[&str],
+) -> u64 {
     let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
     let schema = format!(
         r#"{{"type": "object", "properties": {{"p": {{"type": "string", "pattern": {}}}}},
@@ -1162,10 +1169,16 @@ fn at_a_patterns_start(texts: &[&str], pattern: &str, seed: u64) -> (Vec<String>
     let mut m = Matcher::new(grammars[0].clone());
     m.accept_string("{\"p\":\"").unwrap();
     let before = counters::snapshot();
-    let allowed: Vec<String> = mask_of(&m).into_iter().map(text).collect();
+    let mask: Vec<String> = mask_of(&m).into_iter().map(text).collect();
     let sliced = counters::snapshot().since(&before).get(Path::Slices);
+    for t in allowed {
+        assert!(mask.contains(&t.to_string()), "{t} in {mask:?}");
+    }
+    for t in refused {
+        assert!(!mask.contains(&t.to_string()), "{t} in {mask:?}");
+    }
     masked_walks_agree(&grammars, seed, 60, 40, || {});
-    (allowed, sliced)
+    sliced
 }
 
 /// Whether `t` holds a character whose first byte U+2028's (0xE2) is.
@@ -1210,13 +1223,11 @@ fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
     ];
     // The tokens of string characters without one whose first byte U+2028 starts with.
     let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && !holds_e2(t)).count() as u64;
-    let (allowed, sliced) = at_a_patterns_start(&texts, "^.+", 0x2028_2029_0A0D_5EED);
-    for t in ["Apple Watch", "日本", "a\u{2028}", "\u{201c}quoted\u{201d}", "x\u{2026}", "a\\n"] {
-        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
-    }
-    for t in ["\"", "\"}", "\u{2028}", "\u{2028}a", "\u{2029}b", "\\n", "\\u2028"] {
-        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
-    }
+    let allowed =
+        ["Apple Watch", "日本", "a\u{2028}", "\u{201c}quoted\u{201d}", "x\u{2026}", "a\\n"];
+    let refused = ["\"", "\"}", "\u{2028}", "\u{2028}a", "\u{2029}b", "\\n", "\\u2028"];
+    let sliced =
+        sliced_at_a_patterns_start(&texts, "^.+", 0x2028_2029_0A0D_5EED, &allowed, &refused);
     assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
 }
 
@@ -1259,13 +1270,16 @@ fn a_later_state_refusing_what_the_first_reads_takes_the_slices() {
     // walked) and without one whose first byte U+2028 starts with.
     let runs =
         texts.iter().filter(|t| !t.contains(['"', '\\', ';']) && !holds_e2(t)).count() as u64;
-    let (allowed, sliced) = at_a_patterns_start(&texts, "^[^,;]*,.+$", 0x2C2C_2028_0BAD_5EED);
-    for t in ["abc", "a,b", ",x", "\u{2028}", "\u{2028},x", "\u{201c}x,y\u{201d}", "\\n", ",;"] {
-        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
-    }
-    for t in ["\"", "\"}", "a,\u{2028}", ",\u{2028}", ",\\n", ";", "a;b"] {
-        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
-    }
+    let allowed =
+        ["abc", "a,b", ",x", "\u{2028}", "\u{2028},x", "\u{201c}x,y\u{201d}", "\\n", ",;"];
+    let refused = ["\"", "\"}", "a,\u{2028}", ",\u{2028}", ",\\n", ";", "a;b"];
+    let sliced = sliced_at_a_patterns_start(
+        &texts,
+        "^[^,;]*,.+$",
+        0x2C2C_2028_0BAD_5EED,
+        &allowed,
+        &refused,
+    );
     assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
 }
 
@@ -1299,13 +1313,10 @@ fn an_ascii_first_character_before_any_takes_the_slices() {
     ];
     // The tokens of ASCII string characters.
     let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && t.is_ascii()).count() as u64;
-    let (allowed, sliced) = at_a_patterns_start(&texts, "^[ -~].*$", 0x7E20_A5C1_1F1E_5EED);
-    for t in ["Hello world", "aé", "a日本", "a,b:c", "{\"", "\\"] {
-        assert!(allowed.contains(&t.to_string()), "{t} in {allowed:?}");
-    }
-    for t in ["\"", "é", "日本", "a\u{2028}", "\\u00e9", "a\\n"] {
-        assert!(!allowed.contains(&t.to_string()), "{t} in {allowed:?}");
-    }
+    let allowed = ["Hello world", "aé", "a日本", "a,b:c", "{\"", "\\"];
+    let refused = ["\"", "é", "日本", "a\u{2028}", "\\u00e9", "a\\n"];
+    let sliced =
+        sliced_at_a_patterns_start(&texts, "^[ -~].*$", 0x7E20_A5C1_1F1E_5EED, &allowed, &refused);
     assert_eq!(sliced, runs, "the tokens of ASCII string characters are taken by the slices");
 }
 
