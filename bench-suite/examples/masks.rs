@@ -7,7 +7,8 @@
 //! Each run compiles every schema afresh (empty mask caches, as `grammask-bench
 //! maskbench` measures) and walks its instances tokenized by the real tokenizer, then
 //! EOS. Prints the mask time's mean, p50, p99, p99.9 and max over all steps of the run,
-//! and the number of steps and refused tokens.
+//! and the number of steps and refused tokens (`PER_FILE=1`: each schema's total and
+//! slowest mask too, in microseconds).
 use grammask::Vocabulary;
 use grammask_bench::engines::{eos_of, walk_tokens, Engine, Grammask, Source};
 use grammask_bench::maskbench::list_files;
@@ -35,19 +36,27 @@ fn main() -> Result<(), String> {
     let jobs: Vec<_> = files
         .iter()
         .step_by(every.max(1))
-        .filter_map(|f| valid_instances(f, &text_tokenizer, vocab.vocab_size()).ok())
+        .filter_map(|f| Some((f, valid_instances(f, &text_tokenizer, vocab.vocab_size()).ok()?)))
         .collect();
+    let per_file = std::env::var_os("PER_FILE").is_some_and(|v| v == "1");
     let mut engine = Grammask::new(vocab.clone());
     for run in 0..runs {
         let (mut steps, mut refused) = (Vec::new(), 0usize);
-        for (schema, instances) in &jobs {
+        for (file, (schema, instances)) in &jobs {
             let Ok(compiled) = engine.compile(&Source::JsonSchema(schema.clone()), false) else {
                 continue;
             };
+            let first = steps.len();
             for tokens in instances {
                 let walk = walk_tokens(compiled.as_ref(), tokens, eos);
                 refused += usize::from(walk.refused.is_some());
                 steps.extend(walk.steps_us);
+            }
+            if per_file {
+                let own = &steps[first..];
+                let max = own.iter().copied().fold(0.0, f64::max);
+                let total: f64 = own.iter().sum();
+                println!("{} {total:.1} {max:.1}", file.display());
             }
         }
         let s = Summary::of(&steps);

@@ -9,6 +9,9 @@
 //! ones hold (fresh pages for what it keeps), as the `maskbench` workers' cold compiles
 //! run beside their grammar cache.
 //!
+//! With `THREADS=1` each compile runs on a thread of its own, as the `maskbench` runner
+//! runs each schema (what a thread remembers starts empty).
+//!
 //! TTFM counts from the schema's JSON value (conversion, compile, first mask), as the
 //! `maskbench` workers time it. Prints the median conversion time of the schemas
 //! (measured once on its own), the median TTFM and compile time (conversion included),
@@ -25,6 +28,9 @@ use std::time::Instant;
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// One compile's TTFM and compile time (ms), its automaton states, and the grammar.
+type Timed = (f64, f64, usize, Arc<grammask::CompiledGrammar>);
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -53,28 +59,34 @@ fn main() -> Result<(), String> {
     }
     let mut times = Vec::new();
     let keep_all = std::env::var_os("KEEP").is_some_and(|v| v == "1");
+    let fresh_threads = std::env::var_os("THREADS").is_some_and(|v| v == "1");
     let mut kept = Vec::new();
     for _ in 0..runs {
         for (f, schema) in &schemas {
-            let t = Instant::now();
-            let compiler = Compiler::from_arc(vocab.clone());
-            let Ok(compiled) = compiler.compile_json_schema_value(schema, &options) else {
-                continue;
+            let run = || -> Result<Option<Timed>, String> {
+                let t = Instant::now();
+                let compiler = Compiler::from_arc(vocab.clone());
+                let Ok(compiled) = compiler.compile_json_schema_value(schema, &options) else {
+                    return Ok(None);
+                };
+                let compile = t.elapsed();
+                let matcher = Matcher::new(compiled);
+                let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
+                matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                let states = matcher.grammar().num_states();
+                Ok(Some((ms, compile.as_secs_f64() * 1e3, states, matcher.grammar().clone())))
             };
-            let compile = t.elapsed();
-            let matcher = Matcher::new(compiled);
-            let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
-            matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
-            let states = matcher.grammar().num_states();
+            let outcome = if fresh_threads {
+                std::thread::scope(|s| s.spawn(run).join()).map_err(|_| "a compile panicked")?
+            } else {
+                run()
+            };
+            let Some((ms, compile_ms, states, grammar)) = outcome? else { continue };
             if keep_all {
-                kept.push(matcher.grammar().clone());
+                kept.push(grammar);
             }
-            times.push((
-                t.elapsed().as_secs_f64() * 1e3,
-                compile.as_secs_f64() * 1e3,
-                states,
-                f.clone(),
-            ));
+            times.push((ms, compile_ms, states, f.clone()));
         }
     }
     if times.is_empty() {

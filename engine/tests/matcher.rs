@@ -2413,3 +2413,72 @@ fn unicode_escape_tails_are_one_call_and_masks_agree() {
         assert_eq!(m.accept_token(id("\\u0041\"}")).is_ok(), ok, "{n} characters");
     }
 }
+
+/// The JSON Schema converter writes what follows `\u` in the escapes of a complement's
+/// states as a call of one rule (a key pattern's complement: every state reads "any
+/// character but these"). The compiler reads the call as it reads the tail in place:
+/// the same rules inlined (the weights deciding it count the tail's states), the same
+/// masks.
+#[test]
+fn unicode_tails_written_as_calls_compile_as_tails_in_place() {
+    use grammask_engine::passes::is_escape_tail;
+    // A key pattern's complement, and a pattern's product with a length bound whose
+    // states past `.*` read any character.
+    const SCHEMA: &str = r#"{"type": "object", "properties": {"id": {"type": "string",
+        "maxLength": 32, "pattern": "^(\\d+\\.\\d+\\.\\d+.*)$"}},
+        "patternProperties": {"^x-[a-z]{2,3}$": {"type": "integer"}}}"#;
+    let v = text_vocab(&[
+        "{", "}", "{\"", "\":", "\"", ",", ":", "x", "-", "x-", "ab", "abc", "a", "b", "A", "1",
+        "12", "\\", "\\u", "u", "00", "0041", "\\u0041", "\\u00", "61", "\\n", "é", "a\"", "id",
+        "\":\"", "\",\"", "\"}", " ", "\\ud83d", "\\ude00", "d83d", "\\/", ".", "1.", "2.3",
+        "1.2.3", "-beta",
+    ]);
+    let called = schema_grammar(SCHEMA);
+    let tails: Vec<bool> = called.rules.iter().map(is_escape_tail).collect();
+    assert!(tails.iter().filter(|&&t| t).count() >= 2, "{called:?}");
+    // The same grammar with every tail copied back in place.
+    fn in_place(e: &mut Expr, rules: &[grammask_syntax::ir::Rule], tails: &[bool]) {
+        match e {
+            Expr::Rule(r) if tails[r.index()] => *e = rules[r.index()].body.clone(),
+            Expr::Seq(items) | Expr::Choice(items) => {
+                items.iter_mut().for_each(|item| in_place(item, rules, tails))
+            }
+            Expr::Repeat { expr, .. } => in_place(expr, rules, tails),
+            _ => {}
+        }
+    }
+    let mut copied = called.clone();
+    for r in 0..copied.rules.len() {
+        let mut body = copied.rules[r].body.clone();
+        in_place(&mut body, &called.rules, &tails);
+        copied.rules[r].body = body;
+    }
+    let [called, copied] = [called, copied].map(|g| Compiler::new(&v).compile_grammar(&g).unwrap());
+    // The same rules stay (a state whose tail is a call weighs what it did with the tail
+    // in place, so it is copied where it was), and no more automaton states.
+    let names = |g: &grammask_engine::CompiledGrammar| -> Vec<String> {
+        let mut names: Vec<String> = g
+            .grammar()
+            .rules
+            .iter()
+            .filter(|r| !is_escape_tail(r))
+            .map(|r| r.name.clone())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&called), names(&copied));
+    assert!(names(&called).iter().filter(|n| n.starts_with("string-not")).count() > 10);
+    assert!(called.num_states() <= copied.num_states());
+    let plain = grammask_engine::CompilerConfig { mask_cache: false, ..Default::default() };
+    let copied_plain = Compiler::new(&v).with_config(plain).compile_grammar(&{
+        let mut g = schema_grammar(SCHEMA);
+        let rules = g.rules.clone();
+        for rule in &mut g.rules {
+            in_place(&mut rule.body, &rules, &tails);
+        }
+        g
+    });
+    let grammars = [called.clone(), copied.clone(), copied_plain.unwrap()];
+    masked_walks_agree(&grammars, 0x9E37_79B9_7F4A_7C15, 150, 30, || {});
+}

@@ -580,8 +580,10 @@ pub fn combination(
         })
         .collect::<Option<Vec<_>>>()?;
     // The states of a key complement mostly read the same few classes ("any character
-    // but these"), each encoded once.
+    // but these"), each encoded once, with what follows `\u` in its escapes a rule of its
+    // own (see [`outline_unicode_tail`]).
     let mut encoded: FxHashMap<Vec<(char, char)>, Expr> = FxHashMap::default();
+    let mut tails: FxHashMap<Expr, RuleId> = FxHashMap::default();
     for s in (0..n).filter(|&s| written[s] && !is_rest[s]) {
         // Ranges by target, in order.
         let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
@@ -607,7 +609,8 @@ pub fn combination(
             let class = encoded
                 .entry(ranges)
                 .or_insert_with_key(|ranges| {
-                    encode_class(&CharClass::new(false, ranges.iter().copied()), encoding)
+                    let class = CharClass::new(false, ranges.iter().copied());
+                    outline_unicode_tail(encode_class(&class, encoding), &mut tails, b, name)
                 })
                 .clone();
             alts.push(Expr::Seq(vec![class, Expr::Rule(ids[t]?)]));
@@ -615,6 +618,45 @@ pub fn combination(
         b.define(ids[s]?, Expr::choice(alts));
     }
     Some(Combined { expr: Expr::Rule(ids[rep[0]]?), rests })
+}
+
+/// `class` (a character class as [`encode_class`] writes it) with what follows `\u` in
+/// its escapes (`"\\" (... | "u" hex...)`, the four hex digits and surrogate pairs: most
+/// of a JSON string character's expression) replaced by a call of a rule holding it, one
+/// rule per distinct tail in `tails`. A complement's states each read such a class
+/// ("any character but these"); in place, each state would hold its own copy of the
+/// tail, and the grammar, every pass over it and the automaton entering the states
+/// would walk them all. Engines read the call as the escapes' own (the engine's
+/// `outline_unicode_escapes` gives every copied escape this shape).
+fn outline_unicode_tail(
+    class: Expr,
+    tails: &mut FxHashMap<Expr, RuleId>,
+    b: &mut GrammarBuilder,
+    name: &str,
+) -> Expr {
+    let is_tail = |e: &Expr| matches!(e, Expr::Seq(items) if items.len() > 1 && items[0] == Expr::literal("u"));
+    match class {
+        Expr::Choice(alts) => Expr::Choice(
+            alts.into_iter().map(|alt| outline_unicode_tail(alt, tails, b, name)).collect(),
+        ),
+        Expr::Seq(mut items) => {
+            let escape = items.len() == 2 && items[0] == Expr::literal("\\");
+            if let (true, Expr::Choice(after)) = (escape, &mut items[1]) {
+                for alt in after.iter_mut().filter(|a| is_tail(a)) {
+                    let tail = std::mem::replace(alt, Expr::Empty);
+                    let rule = *tails.entry(tail).or_insert_with_key(|tail| {
+                        let fresh = b.fresh_name(&format!("{name}-unicode-escape"));
+                        let id = b.declare(&fresh);
+                        b.define(id, tail.clone());
+                        id
+                    });
+                    *alt = Expr::Rule(rule);
+                }
+            }
+            Expr::Seq(items)
+        }
+        other => other,
+    }
 }
 
 /// For each live state of a DFA (`delta[s][atom]`), a state with the same future: the
@@ -732,6 +774,49 @@ mod tests {
             for t in texts {
                 assert_eq!(ReferenceMatcher::new(&g).matches(t), !re(t), "{pattern} on {t:?}");
             }
+        }
+    }
+
+    /// In a JSON string every state of a complement reads "any character but these",
+    /// escapes included: what follows `\u` is one rule that every state calls, not a copy
+    /// per state (the grammar of a key pattern's complement was most of its size).
+    #[test]
+    fn a_json_complements_unicode_escapes_are_one_rule() {
+        let pattern = "^[a-z]{2,3}(-[A-Z]{2})?$";
+        let mut b = GrammarBuilder::new();
+        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let e = regex_to_ir(pattern, &mut b, opts).unwrap();
+        let c = complement(&e, CharEncoding::JsonString, &mut b, "p").unwrap();
+        let root = b.declare("root");
+        b.define(root, c);
+        let g = b.finish(root).unwrap();
+        let is_tail = |e: &Expr| matches!(e, Expr::Seq(items) if items[0] == Expr::literal("u"));
+        let tails: Vec<usize> = (0..g.rules.len()).filter(|&r| is_tail(&g.rules[r].body)).collect();
+        // The classes read: any character but a lowercase letter, but an uppercase one,
+        // but `-`, and any at all (past a mismatch); each with its own `\u` forms.
+        assert!(!tails.is_empty() && tails.len() <= 4, "{} tail rules", tails.len());
+        let mut calls = vec![0usize; g.rules.len()];
+        for rule in &g.rules {
+            rule.body.for_each_rule_ref(&mut |r: RuleId| calls[r.index()] += 1);
+        }
+        assert!(tails.iter().map(|&t| calls[t]).sum::<usize>() > 2 * tails.len());
+        // No state holds `\u` forms of its own.
+        fn holds_tail(e: &Expr) -> bool {
+            match e {
+                Expr::Seq(items) if items.first() == Some(&Expr::literal("u")) => true,
+                Expr::Seq(items) | Expr::Choice(items) => items.iter().any(holds_tail),
+                Expr::Repeat { expr, .. } => holds_tail(expr),
+                _ => false,
+            }
+        }
+        let states = (0..g.rules.len()).filter(|r| !tails.contains(r));
+        assert!(states.clone().all(|r| !holds_tail(&g.rules[r].body)));
+        let re = regex_lite_search(pattern);
+        let texts = ["ab", "abc", "abcd", "ab-CD", "ab-C", "a", "", "AB", "ab-cd", "\\u0061b"];
+        for t in texts {
+            let decoded = t.replace("\\u0061", "a");
+            let expected = !re(&decoded);
+            assert_eq!(ReferenceMatcher::new(&g).matches(t), expected, "{t:?}");
         }
     }
 

@@ -367,14 +367,24 @@ impl Expr {
     /// measure of the states a copy of the expression costs. Saturates at `usize::MAX`
     /// (repetitions nested with huge counts).
     pub fn weight(&self) -> usize {
-        let below = match self {
-            Expr::Seq(items) | Expr::Choice(items) => {
-                items.iter().fold(0usize, |sum, e| sum.saturating_add(e.weight()))
+        self.weight_with(&|_| 1)
+    }
+
+    /// [`Expr::weight`] with each reference to a rule weighing `reference(rule)` (1 in
+    /// [`Expr::weight`]): a call that an automaton reads as the callee's states in place
+    /// weighs what those states do.
+    pub fn weight_with(&self, reference: &impl Fn(RuleId) -> usize) -> usize {
+        match self {
+            Expr::Seq(items) | Expr::Choice(items) => items
+                .iter()
+                .fold(0usize, |sum, e| sum.saturating_add(e.weight_with(reference)))
+                .saturating_add(1),
+            Expr::Repeat { expr, min, max } => {
+                expr.weight_with(reference).saturating_mul(copies(*min, *max)).saturating_add(1)
             }
-            Expr::Repeat { expr, min, max } => expr.weight().saturating_mul(copies(*min, *max)),
-            _ => self.size() - 1,
-        };
-        below.saturating_add(1)
+            Expr::Rule(rule) => reference(*rule),
+            _ => self.size(),
+        }
     }
 }
 

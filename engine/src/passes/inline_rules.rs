@@ -53,8 +53,15 @@
 //!   automaton states, and its hex-digit classes split the byte classes of every rule
 //!   holding a string). Text rarely holds escapes, so walking through the call costs
 //!   little, where copies cost every compile of every schema.
+//!
+//! The `\u` tails of escapes ([`is_escape_tail`]: what follows `\u`, which
+//! [`super::outline_unicode_escapes`] moves into calls after inlining, and which the JSON
+//! Schema converter writes as calls in a complement's states) stay calls too, and weigh
+//! what the tail does wherever they are called: a state reading one is copied, or not,
+//! as it would be with the tail in place.
 
 use super::fuse_sequences::fuse_top;
+use super::outline_unicode_escapes::is_escape_tail;
 use super::PassConfig;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
 
@@ -239,7 +246,14 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let CallGraph { components: sccs, callees: graph, mut refs, .. } = calls;
     let recursive = on_cycles(&sccs, &graph);
     let opens_loop = opens_loops(&sccs, &graph, &states, &recursive);
-    let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| r.body.weight()).collect();
+    // A `\u` tail's call weighs what the tail does: the states an automaton holds for the
+    // escape are the same whether the JSON Schema converter wrote the tail as a call or
+    // in place (which `outline_unicode_escapes` turns into the same call later), and so
+    // are the decisions taken by weight.
+    let tail_weights: Vec<usize> =
+        grammar.rules.iter().map(|r| if is_escape_tail(r) { r.body.weight() } else { 1 }).collect();
+    let weight = |e: &Expr| e.weight_with(&|r: RuleId| tail_weights[r.index()]);
+    let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| weight(&r.body)).collect();
     let spliced: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
     let never: std::collections::HashSet<&str> =
@@ -261,7 +275,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 continue;
             }
             let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
-            debug_assert_eq!(sizes[r], body.weight());
+            debug_assert_eq!(sizes[r], weight(&body));
             let mut budget = config.inline_max_caller_size.saturating_sub(sizes[r]);
             budget = budget.min(room);
             let granted = budget;
@@ -287,7 +301,7 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
             room = room.saturating_sub(ctx.over);
             sizes[r] = sizes[r].saturating_add(granted - budget).saturating_add(ctx.over);
             sizes[r] = sizes[r].saturating_sub(ctx.inlined);
-            debug_assert!(sizes[r] >= body.weight() || body.weight() == usize::MAX);
+            debug_assert!(sizes[r] >= weight(&body) || weight(&body) == usize::MAX);
             grammar.rules[r].body = body;
         }
     }
@@ -352,6 +366,7 @@ fn substitute(
                 && !ctx.kept[i]
                 && callee.lookahead.is_none()
                 && !stays_call(callee)
+                && !is_escape_tail(callee)
                 && size <= config.inline_max_rule_size
                 && (cost <= *budget || size <= ALWAYS_INLINED_SIZE)
             {
@@ -414,7 +429,8 @@ pub(crate) struct CallGraph {
     /// Per rule, the references to it (bodies and lookaheads, each counted).
     pub(crate) refs: Vec<usize>,
     /// Per rule, whether every reference its body holds is in tail position (nothing of
-    /// the body is read after it: [`Expr::for_each_rule_ref_at_end`]).
+    /// the body is read after it: [`Expr::for_each_rule_ref_at_end`]) or calls a `\u`
+    /// tail ([`is_escape_tail`]).
     pub(crate) ends_only: Vec<bool>,
     /// Per rule, whether every reference to it from a body is in tail position.
     pub(crate) only_at_ends: Vec<bool>,
@@ -435,7 +451,9 @@ impl CallGraph {
                 let mut out = Vec::new();
                 rule.body.for_each_rule_ref_at_end(true, &mut |callee: RuleId, tail| {
                     out.push(callee.index());
-                    ends_only[r] &= tail;
+                    // A `\u` tail is a call from the state after a backslash, wherever it
+                    // stands (as `automaton::right_linear` reads it).
+                    ends_only[r] &= tail || is_escape_tail(&grammar.rules[callee.index()]);
                     only_at_ends[callee.index()] &= tail;
                 });
                 if let Some(la) = &rule.lookahead {

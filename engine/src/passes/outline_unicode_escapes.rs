@@ -15,7 +15,9 @@
 //! character is too large to copy at all; this pass counts the copies an automaton holds
 //! in place (a repetition's body once per copy; the rules of a pattern's complement, one
 //! per state, which the rule entering them reads in place, together) and moves their `\u`
-//! tails when there are at least [`MIN_COPIES`].
+//! tails when there are at least [`MIN_COPIES`]. The JSON Schema converter writes the
+//! tails of a complement's states as calls already (one rule per class, shared by its
+//! states): those hold no tail in place, and stay as they are.
 
 use super::inline_rules::refers;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
