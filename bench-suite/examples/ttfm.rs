@@ -9,8 +9,10 @@
 //! ones hold (fresh pages for what it keeps), as the `maskbench` workers' cold compiles
 //! run beside their grammar cache.
 //!
-//! With `THREADS=1` each compile runs on a thread of its own, as the `maskbench` runner
-//! runs each schema (what a thread remembers starts empty).
+//! With `THREADS=1` each compile runs on a thread of its own (what a thread remembers
+//! starts empty). With `POLLUTE_MB=N` the process writes N MiB between two compiles, so
+//! that each starts with caches holding none of its code and data, as in the `maskbench`
+//! workers, which take turns with the peers' and the runner's work.
 //!
 //! TTFM counts from the schema's JSON value (conversion, compile, first mask), as the
 //! `maskbench` workers time it. Prints the median conversion time of the schemas
@@ -60,6 +62,8 @@ fn main() -> Result<(), String> {
     let mut times = Vec::new();
     let keep_all = std::env::var_os("KEEP").is_some_and(|v| v == "1");
     let fresh_threads = std::env::var_os("THREADS").is_some_and(|v| v == "1");
+    let pollute: usize = std::env::var("POLLUTE_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut scratch = vec![0u8; pollute << 20];
     let mut kept = Vec::new();
     for _ in 0..runs {
         for (f, schema) in &schemas {
@@ -77,6 +81,13 @@ fn main() -> Result<(), String> {
                 let states = matcher.grammar().num_states();
                 Ok(Some((ms, compile.as_secs_f64() * 1e3, states, matcher.grammar().clone())))
             };
+            if pollute > 0 {
+                // Another process's work between two compiles, as the `maskbench` workers
+                // take turns with the peers': the caches hold none of this one's data.
+                for (i, byte) in scratch.iter_mut().enumerate() {
+                    *byte = byte.wrapping_add(i as u8);
+                }
+            }
             let outcome = if fresh_threads {
                 std::thread::scope(|s| s.spawn(run).join()).map_err(|_| "a compile panicked")?
             } else {
