@@ -634,7 +634,6 @@ fn outline_unicode_tail(
     b: &mut GrammarBuilder,
     name: &str,
 ) -> Expr {
-    let is_tail = |e: &Expr| matches!(e, Expr::Seq(items) if items.len() > 1 && items[0] == Expr::literal("u"));
     match class {
         Expr::Choice(alts) => Expr::Choice(
             alts.into_iter().map(|alt| outline_unicode_tail(alt, tails, b, name)).collect(),
@@ -642,7 +641,7 @@ fn outline_unicode_tail(
         Expr::Seq(mut items) => {
             let escape = items.len() == 2 && items[0] == Expr::literal("\\");
             if let (true, Expr::Choice(after)) = (escape, &mut items[1]) {
-                for alt in after.iter_mut().filter(|a| is_tail(a)) {
+                for alt in after.iter_mut().filter(|a| is_unicode_tail(a)) {
                     let tail = std::mem::replace(alt, Expr::Empty);
                     let rule = *tails.entry(tail).or_insert_with_key(|tail| {
                         let fresh = b.fresh_name(&format!("{name}-unicode-escape"));
@@ -657,6 +656,11 @@ fn outline_unicode_tail(
         }
         other => other,
     }
+}
+
+/// Whether `e` is what follows `\u` in an escape: a sequence of the byte `u` and more.
+fn is_unicode_tail(e: &Expr) -> bool {
+    matches!(e, Expr::Seq(items) if items.len() > 1 && items[0] == Expr::literal("u"))
 }
 
 /// For each live state of a DFA (`delta[s][atom]`), a state with the same future: the
@@ -743,10 +747,15 @@ mod tests {
     use crate::regex::{regex_to_ir, RegexOptions};
 
     fn complement_of(pattern: &str) -> crate::ir::Grammar {
+        complement_in(pattern, CharEncoding::Raw)
+    }
+
+    /// The complement of `pattern`, its characters written in `encoding`.
+    fn complement_in(pattern: &str, encoding: CharEncoding) -> crate::ir::Grammar {
         let mut b = GrammarBuilder::new();
         let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
         let e = regex_to_ir(pattern, &mut b, opts).unwrap();
-        let c = complement(&e, CharEncoding::Raw, &mut b, "p").unwrap();
+        let c = complement(&e, encoding, &mut b, "p").unwrap();
         let root = b.declare("root");
         b.define(root, c);
         b.finish(root).unwrap()
@@ -783,15 +792,9 @@ mod tests {
     #[test]
     fn a_json_complements_unicode_escapes_are_one_rule() {
         let pattern = "^[a-z]{2,3}(-[A-Z]{2})?$";
-        let mut b = GrammarBuilder::new();
-        let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
-        let e = regex_to_ir(pattern, &mut b, opts).unwrap();
-        let c = complement(&e, CharEncoding::JsonString, &mut b, "p").unwrap();
-        let root = b.declare("root");
-        b.define(root, c);
-        let g = b.finish(root).unwrap();
-        let is_tail = |e: &Expr| matches!(e, Expr::Seq(items) if items[0] == Expr::literal("u"));
-        let tails: Vec<usize> = (0..g.rules.len()).filter(|&r| is_tail(&g.rules[r].body)).collect();
+        let g = complement_in(pattern, CharEncoding::JsonString);
+        let tails: Vec<usize> =
+            (0..g.rules.len()).filter(|&r| is_unicode_tail(&g.rules[r].body)).collect();
         // The classes read: any character but a lowercase letter, but an uppercase one,
         // but `-`, and any at all (past a mismatch); each with its own `\u` forms.
         assert!(!tails.is_empty() && tails.len() <= 4, "{} tail rules", tails.len());
@@ -803,14 +806,14 @@ mod tests {
         // No state holds `\u` forms of its own.
         fn holds_tail(e: &Expr) -> bool {
             match e {
-                Expr::Seq(items) if items.first() == Some(&Expr::literal("u")) => true,
+                _ if is_unicode_tail(e) => true,
                 Expr::Seq(items) | Expr::Choice(items) => items.iter().any(holds_tail),
                 Expr::Repeat { expr, .. } => holds_tail(expr),
                 _ => false,
             }
         }
-        let states = (0..g.rules.len()).filter(|r| !tails.contains(r));
-        assert!(states.clone().all(|r| !holds_tail(&g.rules[r].body)));
+        let mut states = (0..g.rules.len()).filter(|r| !tails.contains(r));
+        assert!(states.all(|r| !holds_tail(&g.rules[r].body)));
         let re = regex_lite_search(pattern);
         let texts = ["ab", "abc", "abcd", "ab-CD", "ab-C", "a", "", "AB", "ab-cd", "\\u0061b"];
         for t in texts {
