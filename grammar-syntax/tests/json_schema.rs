@@ -531,6 +531,27 @@ fn a_patterns_free_end_under_a_length_bound_is_counted() {
     }
 }
 
+/// An anchored alternation under a length bound (`^([\w/-]|[\w-][\w/-]*[\w-])$`, a slug,
+/// `maxLength: 255`) bounds each branch on its own: the second's one variable part, the
+/// middle run, takes the count the bound leaves (253), where the pattern's product with
+/// the bound was a rule per state and count (some 500). Lengths and the pattern stay
+/// exact.
+#[test]
+fn an_anchored_alternation_under_a_length_bound_bounds_each_branch() {
+    let slug = "^([\\w\\/-]|[\\w-][\\w\\/-]*[\\w-])$";
+    let schema = json!({"type": "string", "pattern": slug, "minLength": 2, "maxLength": 255});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    assert!(c.grammar.rules.len() < 20, "{} rules", c.grammar.rules.len());
+    let quoted = |s: &str| format!("\"{s}\"");
+    let run = |n: usize| format!("a{}b", "/".repeat(n - 2));
+    for text in ["ab", "a/b", "a\\/b", "web-1", &run(255)] {
+        assert!(ReferenceMatcher::new(&c.grammar).matches(&quoted(text)), "{text:.20}");
+    }
+    for text in ["a", "/", "a/", "/a", "a b", &run(256)] {
+        assert!(!ReferenceMatcher::new(&c.grammar).matches(&quoted(text)), "{text:.20}");
+    }
+}
+
 /// The additional members after the listed ones are written once, whichever listed
 /// member comes first (the key complement is hundreds of nodes, and every copy is
 /// inlined and determinized again), and the object reads the same: listed members in

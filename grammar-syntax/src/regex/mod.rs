@@ -747,6 +747,26 @@ impl Lowering<'_> {
         }
         let (items, start, end) = concat_items(hir);
         let (start, end) = (start || whole_match, end || whole_match);
+        if let ([item], true, true) = (items, start, end) {
+            // `^(A|B)$` is `^A$|^B$`: each branch bounded on its own (the slug pattern
+            // `^([\w-]|[\w-][\w/-]*[\w-])$` under `maxLength`: one variable part per
+            // branch, a repetition whose count the bound caps).
+            let mut h = item;
+            while let HirKind::Capture(c) = h.kind() {
+                h = &c.sub;
+            }
+            if let HirKind::Alternation(branches) = h.kind() {
+                let mut alts = Vec::new();
+                for b in branches {
+                    match self.with_length(b, true, min, max)? {
+                        Some(e) => alts.push(e),
+                        None => return Ok(None),
+                    }
+                }
+                alts.retain(|e| !is_never(e));
+                return Ok(Some(if alts.is_empty() { never() } else { Expr::choice(alts) }));
+            }
+        }
         let mut parts: Vec<Part<'_>> = Vec::new();
         if !start {
             parts.push(Part::AnyStar);
