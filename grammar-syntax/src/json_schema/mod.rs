@@ -33,7 +33,8 @@
 //!   choice of the first property present. Each alternative counts against
 //!   [`MAX_BRANCHES`], and everything built against [`MAX_CONVERTED_NODES`].
 //! - `minLength`/`maxLength` beside a `pattern` or a `format` fold into it when they
-//!   bound its one variable-length part ([`crate::regex::regex_to_ir_with_length`]); and
+//!   bound its one variable-length part, or that of each branch of an anchored
+//!   alternation ([`crate::regex::regex_to_ir_with_length`]); and
 //!   `patternProperties` beside other keys use the pattern's complement for those keys.
 //! - `const`/`enum` values are checked against the other keywords (objects, arrays and
 //!   combinators included), so only the values the schema accepts are written.

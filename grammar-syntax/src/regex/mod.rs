@@ -643,7 +643,9 @@ fn is_end(look: Look) -> bool {
 /// Exact when the bounds follow from the pattern (they are dropped), contradict it (the
 /// result matches nothing), or constrain its one variable-length part, a repetition of
 /// something of fixed length (`^[a-z]+$` with `maxLength: 8` becomes `[a-z]{1,8}`; the
-/// padding `.*` of an unanchored side counts as such a part). `Ok(None)` otherwise.
+/// padding `.*` of an unanchored side counts as such a part). An alternation, at the top
+/// of an unanchored pattern or between both anchors (`^(A|B)$`), is bounded branch by
+/// branch. `Ok(None)` otherwise.
 pub fn regex_to_ir_with_length(
     pattern: &str,
     opts: RegexOptions,
