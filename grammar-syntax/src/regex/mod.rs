@@ -760,9 +760,11 @@ impl Lowering<'_> {
             if let HirKind::Alternation(branches) = h.kind() {
                 let mut alts = Vec::new();
                 for b in branches {
-                    match self.with_length(b, true, min, max)? {
-                        Some(e) => alts.push(e),
-                        None => return Ok(None),
+                    // A branch not bounded so (or not lowered: an anchor inside it) leaves
+                    // the whole pattern to the caller's other ways.
+                    match self.with_length(b, true, min, max) {
+                        Ok(Some(e)) => alts.push(e),
+                        Ok(None) | Err(_) => return Ok(None),
                     }
                 }
                 alts.retain(|e| !is_never(e));
