@@ -17,7 +17,7 @@
 //! one.
 
 use crate::ir::{CharClass, Expr, GrammarBuilder, RuleId};
-use crate::regex::{encode_class, CharEncoding};
+use crate::regex::{encode_class, is_unicode_tail, CharEncoding};
 use rustc_hash::FxHashMap;
 
 /// Most NFA states the expression may need (bounded repetitions are copied).
@@ -656,11 +656,6 @@ fn outline_unicode_tail(
         }
         other => other,
     }
-}
-
-/// Whether `e` is what follows `\u` in an escape: a sequence of the byte `u` and more.
-fn is_unicode_tail(e: &Expr) -> bool {
-    matches!(e, Expr::Seq(items) if items.len() > 1 && items[0] == Expr::literal("u"))
 }
 
 /// For each live state of a DFA (`delta[s][atom]`), a state with the same future: the

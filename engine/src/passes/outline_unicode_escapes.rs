@@ -21,6 +21,7 @@
 
 use super::inline_rules::refers;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
+use grammask_syntax::regex::is_unicode_tail;
 use rustc_hash::FxHashMap;
 
 /// The fewest copies of escapes in one rule whose `\u` tails move into a call.
@@ -113,12 +114,7 @@ pub fn is_escape_tail(rule: &Rule) -> bool {
 /// Whether `e` is a `\u` tail: a sequence that starts with the byte `u`, followed by
 /// more, and calls nothing.
 fn is_tail(e: &Expr) -> bool {
-    match e {
-        Expr::Seq(items) => {
-            items.len() > 1 && matches!(&items[0], Expr::Bytes(b) if b == b"u") && !refers(e)
-        }
-        _ => false,
-    }
+    is_unicode_tail(e) && !refers(e)
 }
 
 /// Whether `items[i]` ends with a backslash and `items[i + 1]` is a choice holding a `\u`

@@ -252,6 +252,12 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
     }
 }
 
+/// Whether `e` is what follows `\u` in a JSON escape as [`encode_class`] writes it (its
+/// `\uXXXX` forms without the `\`): a sequence of the byte `u` and more.
+pub fn is_unicode_tail(e: &Expr) -> bool {
+    matches!(e, Expr::Seq(items) if items.len() > 1 && items[0] == Expr::literal("u"))
+}
+
 /// `e` without the bytes `prefix` that each of its texts starts with; `None` when some
 /// text may not start with them (or the shape hides it).
 fn without_prefix(e: &Expr, prefix: &[u8]) -> Option<Expr> {

@@ -38,8 +38,8 @@ use std::rc::Rc;
 mod encode;
 mod memo;
 pub use encode::{
-    any_char, encode_class, encode_literal, has_json_escape, is_never, json_any_char, json_escape,
-    json_unescaped_char, never, subtract, JSON_MUST_ESCAPE,
+    any_char, encode_class, encode_literal, has_json_escape, is_never, is_unicode_tail,
+    json_any_char, json_escape, json_unescaped_char, never, subtract, JSON_MUST_ESCAPE,
 };
 pub use memo::{remember, Remembering};
 
@@ -725,6 +725,26 @@ fn char_len(hir: &Hir) -> (u64, Option<u64>) {
 }
 
 impl Lowering<'_> {
+    /// The union of `branches` each bounded by [`Lowering::with_length`] (`whole_match`:
+    /// each between both anchors); `None` when one of them is not.
+    fn branches_with_length(
+        &self,
+        branches: &[Hir],
+        whole_match: bool,
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<Option<Expr>, Diagnostic> {
+        let mut alts = Vec::new();
+        for b in branches {
+            match self.with_length(b, whole_match, min, max)? {
+                Some(e) => alts.push(e),
+                None => return Ok(None),
+            }
+        }
+        alts.retain(|e| !is_never(e));
+        Ok(Some(if alts.is_empty() { never() } else { Expr::choice(alts) }))
+    }
+
     fn with_length(
         &self,
         hir: &Hir,
@@ -735,15 +755,7 @@ impl Lowering<'_> {
         match hir.kind() {
             HirKind::Capture(c) => return self.with_length(&c.sub, whole_match, min, max),
             HirKind::Alternation(branches) if !whole_match => {
-                let mut alts = Vec::new();
-                for b in branches {
-                    match self.with_length(b, false, min, max)? {
-                        Some(e) => alts.push(e),
-                        None => return Ok(None),
-                    }
-                }
-                alts.retain(|e| !is_never(e));
-                return Ok(Some(if alts.is_empty() { never() } else { Expr::choice(alts) }));
+                return self.branches_with_length(branches, false, min, max);
             }
             _ => {}
         }
@@ -758,17 +770,9 @@ impl Lowering<'_> {
                 h = &c.sub;
             }
             if let HirKind::Alternation(branches) = h.kind() {
-                let mut alts = Vec::new();
-                for b in branches {
-                    // A branch not bounded so (or not lowered: an anchor inside it) leaves
-                    // the whole pattern to the caller's other ways.
-                    match self.with_length(b, true, min, max) {
-                        Ok(Some(e)) => alts.push(e),
-                        Ok(None) | Err(_) => return Ok(None),
-                    }
-                }
-                alts.retain(|e| !is_never(e));
-                return Ok(Some(if alts.is_empty() { never() } else { Expr::choice(alts) }));
+                // A branch not bounded so (or not lowered: an anchor inside it) leaves the
+                // whole pattern to the caller's other ways.
+                return Ok(self.branches_with_length(branches, true, min, max).ok().flatten());
             }
         }
         let mut parts: Vec<Part<'_>> = Vec::new();
