@@ -659,7 +659,7 @@ impl CompiledGrammar {
     /// [`CompilerConfig::lazy_automata`] off does at compile time (no mask then pays for
     /// building one). Fails with the limit a rule's construction ran into named.
     pub fn build_automata(&self) -> Result<(), CompileError> {
-        self.automata.build_reachable(&self.grammar, When::Matching).map_err(|(rule, error)| {
+        self.automata.build_all(&self.grammar).map_err(|(rule, error)| {
             let deadline = Deadline::new(self.limits.max_compile_time);
             self.automata.compile_error(&self.grammar, rule, &error, &deadline)
         })

@@ -85,6 +85,9 @@ pub(crate) struct Automata {
     states: AtomicUsize,
     /// Heap bytes of the automata built so far.
     bytes: AtomicUsize,
+    /// The outcome of building every rule reachable from the root while matching
+    /// ([`Automata::build_all`]), once it was asked for.
+    all_built: OnceLock<Result<(), (RuleId, BuildError)>>,
 }
 
 /// The automaton of a rule no state calls, and what a failed rule reads as (never on a
@@ -99,6 +102,7 @@ impl Automata {
             recipe: Some(recipe),
             states: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
+            all_built: OnceLock::new(),
         }
     }
 
@@ -126,6 +130,7 @@ impl Automata {
             recipe: None,
             states: AtomicUsize::new(states),
             bytes: AtomicUsize::new(bytes),
+            all_built: OnceLock::from(Ok(())),
         }
     }
 
@@ -198,6 +203,12 @@ impl Automata {
             }
         }
         Ok(())
+    }
+
+    /// [`Automata::build_reachable`] while matching, walked once: later calls return its
+    /// outcome (a rule that failed keeps failing, a built one stays built).
+    pub(crate) fn build_all(&self, grammar: &Grammar) -> Result<(), (RuleId, BuildError)> {
+        self.all_built.get_or_init(|| self.build_reachable(grammar, When::Matching)).clone()
     }
 
     /// The automaton of `rule` if built, else the empty string's (that of a rule no state
