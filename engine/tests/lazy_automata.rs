@@ -107,11 +107,20 @@ fn a_rule_past_the_state_limit_is_an_error_of_the_call_entering_it() {
         m.accept_token(id(&v, t)).unwrap();
     }
     assert!(m.is_terminated());
-    // Serializing needs every automaton: the same limit, as a compile error.
-    match compiled.serialize() {
-        Err(CompileError::Limit { name, .. }) => assert_eq!(name, "automaton_states"),
-        other => panic!("expected the limit automaton_states, got {:?}", other.map(|b| b.len())),
+    // Serializing needs every automaton: the same limit, as a compile error, and again
+    // when asked again (the outcome of building them all is remembered, not lost).
+    for _ in 0..2 {
+        match compiled.serialize() {
+            Err(CompileError::Limit { name, message }) => {
+                assert_eq!(name, "automaton_states");
+                assert!(message.contains("`big`"), "{message}");
+            }
+            other => {
+                panic!("expected the limit automaton_states, got {:?}", other.map(|b| b.len()))
+            }
+        }
     }
+    assert!(matches!(compiled.build_automata(), Err(CompileError::Limit { .. })));
     // Built at compile time, the limit fails the compile.
     limited.lazy_automata = false;
     match Compiler::new(&v).with_config(limited).compile_gbnf(&grammar()) {
