@@ -336,6 +336,7 @@ pub fn json_schema_to_grammar(
         memo: HashMap::default(),
         combinations: HashMap::default(),
         escape_rules: HashMap::default(),
+        divergences: HashMap::default(),
         rarely_reached: Vec::new(),
         by_body: Default::default(),
     };
@@ -485,6 +486,9 @@ pub(crate) struct Converter<'a> {
     /// Rules of the escapes of characters no name uses ([`Converter::foreign_escapes`]),
     /// by the names' characters that have escapes; `None`: there are no such escapes.
     escape_rules: HashMap<Vec<char>, Option<RuleId>>,
+    /// The rules of strings diverging from excluded names
+    /// ([`Converter::string_excluding`]), by the characters continuing some name there.
+    divergences: HashMap<Vec<char>, RuleId>,
     /// See [`Converted::rarely_reached`].
     pub(crate) rarely_reached: Vec<String>,
     /// Rules made by [`Converter::rule_by_body`], by their name's prefix and a hash of

@@ -21,7 +21,6 @@ use crate::ir::{CharClass, Expr};
 use crate::regex::{
     encode_class, encode_literal, has_json_escape, is_never, never, CharEncoding, JSON_MUST_ESCAPE,
 };
-use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
 /// Largest member expression (IR nodes) copied where an object's member list needs it
@@ -119,12 +118,62 @@ fn value_type(v: &Value) -> u8 {
 }
 
 impl Converter<'_> {
-    /// A JSON string whose decoded value is none of `names` (written canonically).
+    /// A JSON string whose decoded value is none of `names` (written canonically): an
+    /// object's free keys beside listed properties, a string `not` in an `enum`. One walk
+    /// of the names' trie, whose every node may end the string (when no name ends
+    /// there), go on with a character continuing some name, or diverge: read a character
+    /// continuing none (any other, in any form) and then anything. A divergence depends
+    /// only on the characters continuing at its node (most nodes continue with one): it
+    /// is a rule per set of them, shared by every string of the grammar and listed as
+    /// rarely reached, so compilers keep it a call. The string's automaton then holds one
+    /// state per node of the trie, reading only the continuing characters, and the
+    /// expression of every character a string may hold is written once per set, not in
+    /// every state of every object's keys.
     fn string_excluding(&mut self, names: &[&str]) -> Expr {
         let chars: Vec<Vec<char>> = names.iter().map(|n| n.chars().collect()).collect();
-        let refs: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
-        let any_char = self.json_char();
-        quoted(excluding(&refs, any_char, &mut |used| self.foreign_escapes(used)))
+        let mut sorted: Vec<&[char]> = chars.iter().map(|c| c.as_slice()).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        quoted(self.excluding_node(Trie { names: &sorted, depth: 0 }))
+    }
+
+    /// The strings (canonical escapes) that continue the prefix of `trie` into none of its
+    /// names ([`Converter::string_excluding`]).
+    fn excluding_node(&mut self, trie: Trie<'_>) -> Expr {
+        let continuing: Vec<char> = trie.children().map(|(c, _)| c).collect();
+        let mut alts = Vec::new();
+        if !trie.ends() {
+            alts.push(Expr::Empty);
+        }
+        alts.push(self.divergence(continuing));
+        for (c, child) in trie.children() {
+            let after = self.excluding_node(child);
+            if !is_never(&after) {
+                alts.push(Expr::seq(vec![char_literal(c), after]));
+            }
+        }
+        choice_or_never(alts)
+    }
+
+    /// A call of the rule reading a JSON string character whose value is none of
+    /// `continuing` (sorted), in any form, then anything: one rule per set.
+    fn divergence(&mut self, continuing: Vec<char>) -> Expr {
+        if let Some(&id) = self.divergences.get(&continuing) {
+            return Expr::Rule(id);
+        }
+        let plain =
+            CharClass::new(true, continuing.iter().map(|&c| (c, c)).chain(JSON_MUST_ESCAPE));
+        let first = choice_or_never(
+            [Some(Expr::Class(plain)), self.foreign_escapes(&continuing)]
+                .into_iter()
+                .flatten()
+                .collect(),
+        );
+        let tail = Expr::star(self.json_char());
+        let id = self.b.add_fresh("diverge", Expr::seq(vec![first, tail]));
+        self.rarely_reached.push(self.b.name(id).to_string());
+        self.divergences.insert(continuing, id);
+        Expr::Rule(id)
     }
 
     /// A call of the rule reading the escapes of the characters outside `used` (sorted):
@@ -155,43 +204,6 @@ impl Converter<'_> {
         self.escape_rules.insert(escaped, id);
         id.map(Expr::Rule)
     }
-}
-
-/// String contents (canonical escapes) other than the given char sequences: a proper
-/// prefix of one of them that is none of them, or a prefix of one of them followed by a
-/// character that continues none of them and then anything. A character that occurs in
-/// no name continues none after any prefix: that case is written once, after any prefix,
-/// and so is the "anything" tail, instead of once per node of the names' trie (each
-/// copy an automaton of its own for multi-byte characters and escapes). `any_char` is
-/// one character of a JSON string in any form; `foreign_escapes(used)`, the escapes of
-/// the characters outside `used` (sorted) ([`Converter::foreign_escapes`]).
-fn excluding(
-    names: &[&[char]],
-    any_char: Expr,
-    foreign_escapes: &mut dyn FnMut(&[char]) -> Option<Expr>,
-) -> Expr {
-    let mut used: Vec<char> = names.iter().flat_map(|n| n.iter().copied()).collect();
-    used.sort();
-    used.dedup();
-    // The characters outside `used`: those written as themselves, and the escapes.
-    let plain = CharClass::new(true, used.iter().map(|&c| (c, c)).chain(JSON_MUST_ESCAPE));
-    let foreign = choice_or_never(
-        [Some(Expr::Class(plain)), foreign_escapes(&used)].into_iter().flatten().collect(),
-    );
-    let mut sorted = names.to_vec();
-    sorted.sort_unstable();
-    let trie = Trie { names: &sorted, depth: 0 };
-    let mut divergent = vec![divergent_prefixes(trie, &used, &mut HashMap::default())];
-    if !is_never(&foreign) {
-        divergent.push(Expr::seq(vec![all_prefixes(trie), foreign]));
-    }
-    let divergent = choice_or_never(divergent);
-    let tail = if is_never(&divergent) {
-        never()
-    } else {
-        Expr::seq(vec![divergent, Expr::star(any_char)])
-    };
-    choice_or_never(vec![tail, unlisted_prefixes(trie)])
 }
 
 /// A node of the names' trie: the names (sorted) that share a prefix of `depth`
@@ -228,61 +240,6 @@ impl<'a> Trie<'a> {
 /// `c` as a JSON-string literal (canonical escape).
 fn char_literal(c: char) -> Expr {
     encode_literal(c.encode_utf8(&mut [0; 4]), CharEncoding::JsonString)
-}
-
-/// Every prefix (canonical escapes, the empty one and the names included) of the names
-/// below `trie`, after its prefix.
-fn all_prefixes(trie: Trie<'_>) -> Expr {
-    let mut alts = vec![Expr::Empty];
-    for (c, child) in trie.children() {
-        alts.push(Expr::seq(vec![char_literal(c), all_prefixes(child)]));
-    }
-    Expr::choice(alts)
-}
-
-/// Strings `p c` (canonical escapes) where `p` continues the prefix of `trie` into a
-/// prefix of some of its names, `c` is one of the characters `used` in them, and `p c`
-/// continues none. `classes`: the class of such `c` by the characters that continue
-/// (many nodes continue with the same one).
-fn divergent_prefixes(
-    trie: Trie<'_>,
-    used: &[char],
-    classes: &mut HashMap<Vec<char>, Expr>,
-) -> Expr {
-    let continuing: Vec<char> = trie.children().map(|(c, _)| c).collect();
-    let others = classes
-        .entry(continuing)
-        .or_insert_with_key(|continuing| {
-            // Both sorted: the used characters that continue no name here.
-            let others =
-                used.iter().filter(|c| continuing.binary_search(c).is_err()).map(|&c| (c, c));
-            encode_class(&CharClass::new(false, others), CharEncoding::JsonString)
-        })
-        .clone();
-    let mut alts = vec![others];
-    for (c, child) in trie.children() {
-        let after = divergent_prefixes(child, used, classes);
-        if !is_never(&after) {
-            alts.push(Expr::seq(vec![char_literal(c), after]));
-        }
-    }
-    choice_or_never(alts)
-}
-
-/// The prefixes (canonical escapes, the empty one included) that continue the prefix of
-/// `trie` and are none of its names.
-fn unlisted_prefixes(trie: Trie<'_>) -> Expr {
-    let mut alts = Vec::new();
-    if !trie.ends() {
-        alts.push(Expr::Empty);
-    }
-    for (c, child) in trie.children() {
-        let after = unlisted_prefixes(child);
-        if !is_never(&after) {
-            alts.push(Expr::seq(vec![char_literal(c), after]));
-        }
-    }
-    choice_or_never(alts)
 }
 
 impl<'a> Converter<'a> {
