@@ -483,8 +483,8 @@ pub(crate) struct Converter<'a> {
     /// String contents built from automata ([`Converter::combination`]), by their
     /// expressions and which combinations of them they accept.
     combinations: HashMap<(Vec<Expr>, Vec<bool>), Option<Expr>>,
-    /// Rules of the escapes of characters no name uses ([`Converter::foreign_escapes`]),
-    /// by the names' characters that have escapes; `None`: there are no such escapes.
+    /// Rules of the escapes of the characters outside a set ([`Converter::foreign_escapes`]),
+    /// by the set's characters that have escapes; `None`: there are no such escapes.
     escape_rules: HashMap<Vec<char>, Option<RuleId>>,
     /// The rules of strings diverging from excluded names
     /// ([`Converter::string_excluding`]), by the characters continuing some name there.
