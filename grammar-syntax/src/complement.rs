@@ -343,6 +343,11 @@ pub fn combination(
     // Where an edge of the set starts (+1) or stops (-1) applying, by atom.
     let mut events: Vec<(usize, bool, usize)> = Vec::new();
     let mut active: Vec<u32> = vec![0; nfa.eps.len()];
+    // The sorted targets of a run of atoms, and a set's runs, reused.
+    let mut key: Vec<usize> = Vec::new();
+    let mut runs: Vec<AtomRun> = Vec::new();
+    let mut targets: Vec<usize> = Vec::new();
+    let mut closed: Vec<usize> = Vec::new();
     let mut i = 0;
     while i < sets.len() {
         let (count, set) = sets[i];
@@ -359,8 +364,8 @@ pub fn combination(
             }
             events.sort_unstable();
             // The atoms between two event positions lead to the same set: one closure each.
-            let mut runs = Vec::new();
-            let mut targets: Vec<usize> = Vec::new();
+            runs.clear();
+            targets.clear();
             let mut e = 0;
             let mut at = 0;
             while at < atoms.len() {
@@ -389,15 +394,17 @@ pub fn combination(
                 }
                 // Runs of many sets step to the same states (every character of a
                 // `.*`): each such target list is closed and looked up once.
-                let mut key = targets.clone();
+                key.clear();
+                key.extend_from_slice(&targets);
                 key.sort_unstable();
-                let to = match stepped.get(&key) {
+                let to = match stepped.get(key.as_slice()) {
                     Some(&to) => to,
                     None => {
-                        let mut next = key.clone();
-                        nfa.closure(&mut next, &mut seen);
-                        let to = intern(next, &mut set_list);
-                        stepped.insert(key, to);
+                        closed.clear();
+                        closed.extend_from_slice(&key);
+                        nfa.closure(&mut closed, &mut seen);
+                        let to = intern(closed.clone(), &mut set_list);
+                        stepped.insert(key.clone(), to);
                         to
                     }
                 };
@@ -407,7 +414,7 @@ pub fn combination(
             for &t in &targets {
                 active[t] = 0;
             }
-            set_rows[set] = Some(runs);
+            set_rows[set] = Some(runs.clone());
         }
         let after = length.after_one_more(count);
         let mut row = vec![0; atoms.len()];
@@ -447,18 +454,39 @@ pub fn combination(
     // Found backwards from the accepting states along the reversed transitions, each
     // state's row read once (a sweep over all rows per step back would read a long
     // pattern's chain of states once per state of it).
-    let mut before: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (s, row) in delta.iter().enumerate() {
-        for (&t, _) in row.iter().zip(&usable).filter(|&(_, &u)| u) {
-            if before[t].last() != Some(&s) {
-                before[t].push(s);
+    // The states before each, `before[starts[t]..starts[t + 1]]` for state `t`.
+    let mut starts = vec![0usize; n + 1];
+    let mut last = vec![usize::MAX; n];
+    let each_step = |f: &mut dyn FnMut(usize, usize)| {
+        for (s, row) in delta.iter().enumerate() {
+            for (&t, _) in row.iter().zip(&usable).filter(|&(_, &u)| u) {
+                f(s, t);
             }
         }
+    };
+    each_step(&mut |s, t| {
+        if last[t] != s {
+            last[t] = s;
+            starts[t + 1] += 1;
+        }
+    });
+    for t in 0..n {
+        starts[t + 1] += starts[t];
     }
+    let mut before = vec![0usize; starts[n]];
+    let mut filled = starts.clone();
+    last.fill(usize::MAX);
+    each_step(&mut |s, t| {
+        if last[t] != s {
+            last[t] = s;
+            before[filled[t]] = s;
+            filled[t] += 1;
+        }
+    });
     let mut live: Vec<bool> = accepting.clone();
     let mut work: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
     while let Some(t) = work.pop() {
-        for &s in &before[t] {
+        for &s in &before[starts[t]..starts[t + 1]] {
             if !live[s] {
                 live[s] = true;
                 work.push(s);

@@ -33,26 +33,37 @@ impl Converter<'_> {
             return never();
         }
         let large = |n: u32| n > 2 * CHUNK;
+        if !large(max.unwrap_or(min)) {
+            return self.counted_new(x, min, max);
+        }
+        // A large count is built once per item and bounds: its chunk rules are the same
+        // each time, and building it copies the item dozens of times.
+        let key = (x, min, max);
+        if let Some(e) = self.counts.get(&key) {
+            return e.clone();
+        }
+        let e = self.counted_new(key.0.clone(), min, max);
+        self.counts.insert(key, e.clone());
+        e
+    }
+
+    /// [`Converter::counted`] built.
+    fn counted_new(&mut self, x: Expr, min: u32, max: Option<u32>) -> Expr {
+        let large = |n: u32| n > 2 * CHUNK;
         let called = x.weight() > MAX_COPIED && max.unwrap_or(min) > 1;
         // Equal items and chunks are one rule each (`Converter::rule_by_body`): two strings
         // of one bound are then equal expressions.
         let x = if called { Expr::Rule(self.rule_by_body("repeated", x).0) } else { x };
-        // A chunk of items: written out when they are copied in place; a repetition of the
-        // call when the item is a rule, so that the engine repeats the call (as it does
-        // the other counts) rather than copy the large item into every place of a chunk.
-        let in_chunk = |x: &Expr| {
-            if called {
-                Expr::repeat(x.clone(), CHUNK, Some(CHUNK))
-            } else {
-                Expr::Seq(vec![x.clone(); CHUNK as usize])
-            }
-        };
+        // A chunk of items, one repetition `x{CHUNK}` whatever the item: the engine copies
+        // a small item into every place of it (the chunk's automaton holds its items, as
+        // if written out, in a fraction of the IR) and repeats the call of a large one (a
+        // rule) rather than copy it.
+        let in_chunk = |x: &Expr| Expr::repeat(x.clone(), CHUNK, Some(CHUNK));
         let top = max.unwrap_or(min);
         if !large(top) {
             return Expr::repeat(x, min, max);
         }
-        // As the in-place first chunk below is (the inliner weighs `x{CHUNK}` and the
-        // items written out the same: `Expr::weight`).
+        // The same expression as the in-place first chunk below.
         let chunk = self.rule_by_body("chunk", in_chunk(&x)).0;
         // Past `MANY_CHUNKS` the chunks' own counts are chunked in turn (chunks of
         // chunks), so that a bound of a million costs a few hundred call states rather

@@ -337,6 +337,7 @@ pub fn json_schema_to_grammar(
         combinations: HashMap::default(),
         escape_rules: HashMap::default(),
         divergences: HashMap::default(),
+        counts: HashMap::default(),
         rarely_reached: Vec::new(),
         by_body: Default::default(),
     };
@@ -489,6 +490,9 @@ pub(crate) struct Converter<'a> {
     /// The rules of strings diverging from excluded names
     /// ([`Converter::string_excluding`]), by the characters continuing some name there.
     divergences: HashMap<Vec<char>, RuleId>,
+    /// Large counted repetitions ([`Converter::counted`]) built so far, by item and
+    /// bounds: the strings of one `maxLength` recur across a schema's properties.
+    counts: HashMap<(Expr, u32, Option<u32>), Expr>,
     /// See [`Converted::rarely_reached`].
     pub(crate) rarely_reached: Vec<String>,
     /// Rules made by [`Converter::rule_by_body`], by their name's prefix and a hash of
