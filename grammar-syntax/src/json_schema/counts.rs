@@ -54,11 +54,20 @@ impl Converter<'_> {
         // Equal items and chunks are one rule each (`Converter::rule_by_body`): two strings
         // of one bound are then equal expressions.
         let x = if called { Expr::Rule(self.rule_by_body("repeated", x).0) } else { x };
-        // A chunk of items, one repetition `x{CHUNK}` whatever the item: the engine copies
-        // a small item into every place of it (the chunk's automaton holds its items, as
-        // if written out, in a fraction of the IR) and repeats the call of a large one (a
-        // rule) rather than copy it.
-        let in_chunk = |x: &Expr| Expr::repeat(x.clone(), CHUNK, Some(CHUNK));
+        // A chunk of items, one repetition `x{CHUNK}`: the engine copies a small item into
+        // every place of it (the chunk's automaton holds its items, as if written out, in
+        // a fraction of the IR) and repeats the call of a large one (a rule) rather than
+        // copy it. A chunk of chunks (the item a chunk's call) is written out as calls,
+        // which the engine keeps a call (`is_chunk_of_calls`): inlined, every count of its
+        // caller would hold all of its calls.
+        let of_calls = !called && matches!(x, Expr::Rule(_));
+        let in_chunk = |x: &Expr| {
+            if of_calls {
+                Expr::Seq(vec![x.clone(); CHUNK as usize])
+            } else {
+                Expr::repeat(x.clone(), CHUNK, Some(CHUNK))
+            }
+        };
         let top = max.unwrap_or(min);
         if !large(top) {
             return Expr::repeat(x, min, max);
