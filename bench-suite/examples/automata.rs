@@ -6,7 +6,7 @@
 //! compilation cheaper without changing what it builds.
 //!
 //! `cargo run --release -p grammask-bench --example automata -- DIR EVERY TOKENIZER_JSON`
-//! (`PER_FILE=1`: each schema's states too).
+//! (`PER_FILE=1`: each schema's states and a hash of its first mask or error too).
 use grammask::engine::passes::is_spliced;
 use grammask::syntax::ir::RuleId;
 use grammask::syntax::json_schema::JsonSchemaOptions;
@@ -37,9 +37,7 @@ fn main() -> Result<(), String> {
                 for r in (0..g.rules.len()).filter(|&r| !is_spliced(&g.rules, r, g.root)) {
                     own += c.automaton(RuleId::new(r)).map_err(|e| e.to_string())?.len();
                 }
-                if per_file {
-                    println!("{} {own}", f.display());
-                }
+
                 states += own;
                 nodes += g.size();
                 compiled += 1;
@@ -47,10 +45,16 @@ fn main() -> Result<(), String> {
                 let mut mask = vec![0u32; bitmask_len(vocab.vocab_size())];
                 matcher.fill_next_token_bitmask(&mut mask).map_err(|e| e.to_string())?;
                 mask.hash(&mut hash);
+                if per_file {
+                    println!("{} {own} {:016x}", f.display(), fingerprint(&mask));
+                }
             }
             Err(e) => {
                 refused += 1;
                 e.to_string().hash(&mut hash);
+                if per_file {
+                    println!("{} refused {:016x}", f.display(), fingerprint(&e.to_string()));
+                }
             }
         }
     }
@@ -60,4 +64,11 @@ fn main() -> Result<(), String> {
         hash.finish()
     );
     Ok(())
+}
+
+/// A hash of one first mask or error message.
+fn fingerprint(x: &impl Hash) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    x.hash(&mut h);
+    h.finish()
 }

@@ -648,6 +648,261 @@ pub fn combination(
     Some(Combined { expr: Expr::Rule(ids[rep[0]]?), rests })
 }
 
+/// Most states of a [`product_with_format`].
+pub const MAX_PRODUCT_STATES: usize = 256;
+
+/// The texts that every one of `patterns` and `format` match, as rules added to `b`
+/// (named after `name`), in `encoding`. The patterns are determinized, the format is
+/// followed by its derivatives ([`crate::derivative`]); a state in which the patterns
+/// accept whatever follows (a free end: `^https?://`) is what is left of the format,
+/// written as it stands. A [`combination`] of the same expressions determinizes the
+/// format whole (a `uri`'s IPv6 addresses alone are about a thousand states, for a
+/// pattern that only says how the text starts). `None` when an expression is not regular
+/// or the product passes [`MAX_PRODUCT_STATES`] (a pattern that follows the format far).
+pub fn product_with_format(
+    patterns: &[Expr],
+    format: &Expr,
+    encoding: CharEncoding,
+    b: &mut GrammarBuilder,
+    name: &str,
+) -> Option<Expr> {
+    let mut nfa = Nfa::default();
+    let start = nfa.state()?;
+    let mut ends = Vec::new();
+    for p in patterns {
+        let own = nfa.state()?;
+        nfa.eps[start].push(own);
+        ends.push(nfa.build(p, own)?);
+    }
+    // The alphabet cut where a pattern's edge or the format's class or literal does.
+    let mut cuts = vec![0, 0xd800, 0xe000, END];
+    for edges in &nfa.edges {
+        for &(lo, hi, _) in edges {
+            cuts.push(lo);
+            cuts.push(hi + 1);
+        }
+    }
+    crate::derivative::boundaries(format, &mut |c| cuts.push(c));
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.retain(|&c| c <= END);
+    let atoms: Vec<(u32, u32)> = cuts.windows(2).map(|w| (w[0], w[1] - 1)).collect();
+    let scalars: Vec<Vec<(char, char)>> = atoms.iter().map(|&a| scalar_ranges(a)).collect();
+    let atom_char: Vec<Option<char>> = scalars.iter().map(|r| r.first().map(|r| r.0)).collect();
+    let mut first = vec![start];
+    let mut seen = vec![false; nfa.eps.len()];
+    nfa.closure(&mut first, &mut seen);
+    let mut pats = PatternSets {
+        nfa: &nfa,
+        ends: &ends,
+        atoms: &atoms,
+        atom_char: &atom_char,
+        seen,
+        sets: vec![first.clone()],
+        ids: FxHashMap::from_iter([(first, 0)]),
+        rows: Vec::new(),
+        universal: FxHashMap::default(),
+    };
+    // Patterns that never accept whatever follows (anchored at both ends) would have the
+    // product follow the format to their end: the combination serves them.
+    let mut i = 0;
+    while !pats.universal(i) {
+        pats.row(i);
+        i += 1;
+        if i >= pats.sets.len() || i >= MAX_PRODUCT_STATES {
+            return None;
+        }
+    }
+    // The product: a pattern state set and what is left of the format.
+    let mut states: Vec<(usize, Expr)> = vec![(0, format.clone())];
+    let mut index: FxHashMap<(usize, Expr), usize> = FxHashMap::default();
+    index.insert((0, format.clone()), 0);
+    let mut steps: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut free: Vec<bool> = Vec::new();
+    let mut i = 0;
+    while i < states.len() {
+        let (set, rest) = states[i].clone();
+        let u = pats.universal(set);
+        free.push(u);
+        let mut out = Vec::new();
+        if !u {
+            for (a, next) in pats.row(set).into_iter().enumerate() {
+                let (Some(next), Some(c)) = (next, atom_char[a]) else { continue };
+                let d = crate::derivative::derivative(&rest, c)?;
+                if crate::regex::is_never(&d) {
+                    continue;
+                }
+                let key = (next, d);
+                let to = match index.get(&key) {
+                    Some(&to) => to,
+                    None => {
+                        if states.len() >= MAX_PRODUCT_STATES {
+                            return None;
+                        }
+                        states.push(key.clone());
+                        index.insert(key, states.len() - 1);
+                        states.len() - 1
+                    }
+                };
+                out.push((a, to));
+            }
+        }
+        steps.push(out);
+        i += 1;
+    }
+    let n = states.len();
+    let accepting: Vec<bool> = (0..n)
+        .map(|s| {
+            free[s] || (pats.all_match(states[s].0) && crate::derivative::nullable(&states[s].1))
+        })
+        .collect();
+    // The states that can still end (a free state always can: its rest is not never).
+    let mut live = accepting.clone();
+    loop {
+        let mut changed = false;
+        for s in 0..n {
+            if !live[s] && steps[s].iter().any(|&(_, t)| live[t]) {
+                live[s] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if !live[0] {
+        return Some(crate::regex::never());
+    }
+    let mut ids: Vec<Option<RuleId>> = vec![None; n];
+    for s in (0..n).filter(|&s| live[s]) {
+        let fresh = b.fresh_name(&format!("{name}-with"));
+        ids[s] = Some(b.declare(&fresh));
+    }
+    let mut encoded: FxHashMap<Vec<(char, char)>, Expr> = FxHashMap::default();
+    let mut tails: FxHashMap<Expr, RuleId> = FxHashMap::default();
+    for s in (0..n).filter(|&s| live[s]) {
+        if free[s] {
+            b.define(ids[s]?, crate::derivative::encoded(&states[s].1, encoding)?);
+            continue;
+        }
+        let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
+        for &(a, t) in steps[s].iter().filter(|&&(_, t)| live[t]) {
+            match by_target.iter_mut().find(|(x, _)| *x == t) {
+                Some((_, r)) => r.extend_from_slice(&scalars[a]),
+                None => by_target.push((t, scalars[a].clone())),
+            }
+        }
+        let mut alts = Vec::new();
+        if accepting[s] {
+            alts.push(Expr::Empty);
+        }
+        for (t, ranges) in by_target {
+            let class = encoded
+                .entry(ranges)
+                .or_insert_with_key(|ranges| {
+                    let class = CharClass::new(false, ranges.iter().copied());
+                    outline_unicode_tail(encode_class(&class, encoding), &mut tails, b, name)
+                })
+                .clone();
+            alts.push(Expr::Seq(vec![class, Expr::Rule(ids[t]?)]));
+        }
+        b.define(ids[s]?, Expr::choice(alts));
+    }
+    Some(Expr::Rule(ids[0]?))
+}
+
+/// The state sets of the patterns of a [`product_with_format`], met as it goes.
+struct PatternSets<'a> {
+    nfa: &'a Nfa,
+    ends: &'a [usize],
+    atoms: &'a [(u32, u32)],
+    /// A character of each atom (`None`: the atom holds none).
+    atom_char: &'a [Option<char>],
+    seen: Vec<bool>,
+    sets: Vec<Vec<usize>>,
+    ids: FxHashMap<Vec<usize>, usize>,
+    /// Per set met: the set it steps to on each atom (`None`: no pattern can go on).
+    rows: Vec<Option<Vec<Option<usize>>>>,
+    /// Per set asked: whether the patterns accept every text from it on.
+    universal: FxHashMap<usize, bool>,
+}
+
+impl PatternSets<'_> {
+    fn all_match(&self, set: usize) -> bool {
+        self.ends.iter().all(|e| self.sets[set].contains(e))
+    }
+
+    fn row(&mut self, set: usize) -> Vec<Option<usize>> {
+        if self.rows.len() <= set {
+            self.rows.resize(set + 1, None);
+        }
+        if let Some(row) = &self.rows[set] {
+            return row.clone();
+        }
+        let mut row = Vec::with_capacity(self.atoms.len());
+        for a in 0..self.atoms.len() {
+            let lo = self.atoms[a].0;
+            if self.atom_char[a].is_none() {
+                row.push(None);
+                continue;
+            }
+            let mut next: Vec<usize> = self.sets[set]
+                .iter()
+                .flat_map(|&s| self.nfa.edges[s].iter())
+                .filter(|&&(l, h, _)| l <= lo && lo <= h)
+                .map(|&(_, _, t)| t)
+                .collect();
+            next.sort_unstable();
+            next.dedup();
+            self.nfa.closure(&mut next, &mut self.seen);
+            if next.is_empty() {
+                row.push(None);
+                continue;
+            }
+            let n = self.sets.len();
+            let id = *self.ids.entry(next.clone()).or_insert(n);
+            if id == n {
+                self.sets.push(next);
+            }
+            row.push(Some(id));
+        }
+        if self.rows.len() <= set {
+            self.rows.resize(set + 1, None);
+        }
+        self.rows[set] = Some(row.clone());
+        row
+    }
+
+    /// Whether the patterns accept every text from `set` on: every set it reaches
+    /// matches them all and steps on every character.
+    fn universal(&mut self, set: usize) -> bool {
+        if let Some(&u) = self.universal.get(&set) {
+            return u;
+        }
+        let mut reached = vec![set];
+        let mut i = 0;
+        let mut u = true;
+        while u && i < reached.len() && reached.len() <= MAX_PRODUCT_STATES {
+            let s = reached[i];
+            i += 1;
+            if !self.all_match(s) {
+                u = false;
+                break;
+            }
+            for (a, next) in self.row(s).into_iter().enumerate() {
+                match next {
+                    None if self.atom_char[a].is_some() => u = false,
+                    Some(n) if !reached.contains(&n) => reached.push(n),
+                    _ => {}
+                }
+            }
+        }
+        let u = u && i == reached.len();
+        self.universal.insert(set, u);
+        u
+    }
+}
+
 /// `class` (a character class as [`encode_class`] writes it) with what follows `\u` in
 /// its escapes (`"\\" (... | "u" hex...)`, the four hex digits and surrogate pairs: most
 /// of a JSON string character's expression) replaced by a call of a rule holding it, one
@@ -971,6 +1226,76 @@ mod tests {
     }
 
     /// A search with the same pattern through the converter's own (positive) lowering.
+    /// A format followed through patterns by its derivatives matches what both match (as
+    /// an independent regex engine judges them), and the part after a pattern's free end
+    /// is the format's own expression: a handful of states for `uri` under `^https?://`,
+    /// where the combination writes the format's whole automaton.
+    #[test]
+    fn formats_through_patterns_match_their_combination() {
+        let uri = crate::json_schema::formats::regex_for("uri").unwrap();
+        let texts = [
+            "https://a.b/c?d#e",
+            "http://x",
+            "https://",
+            "https://[::1]:80/p",
+            "https://[1:2::3]/",
+            "https://[1:2:3]/",
+            "file:///etc",
+            "ftp://a",
+            "https://a b",
+            "http:/x",
+            "",
+            "h",
+            "https://ü.example/",
+            "mailto:x@y",
+            "https://%zz",
+            "https://%41",
+            "ab1",
+            "a1b2",
+        ];
+        let mut built = 0;
+        for pattern in ["^https?://", "^(https|file)://", "^[a-z]+:", "1", "^a[0-9]b"] {
+            for format in [uri.as_str(), "[a-z0-9]+", "a[0-9]b[0-9]*"] {
+                let mut b = GrammarBuilder::new();
+                let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+                let whole = RegexOptions { whole_match: true, encoding: CharEncoding::Raw };
+                let p = regex_to_ir(pattern, &mut b, raw).unwrap();
+                let f = regex_to_ir(format, &mut b, whole).unwrap();
+                let product = product_with_format(&[p], &f, CharEncoding::Raw, &mut b, "p");
+                let Some(product) = product else { continue };
+                built += 1;
+                let root = b.declare("root");
+                b.define(root, product);
+                let g = b.finish(root).unwrap();
+                let search = ::regex::Regex::new(pattern).unwrap();
+                let whole = ::regex::Regex::new(&format!("^(?:{format})$")).unwrap();
+                for t in texts {
+                    let expected = search.is_match(t) && whole.is_match(t);
+                    let got = ReferenceMatcher::new(&g).matches(t);
+                    assert_eq!(got, expected, "{pattern} with {format} on {t:?}");
+                }
+            }
+        }
+        // Only `1`, searched anywhere in a `uri`, has the product follow the format past
+        // its limit.
+        assert_eq!(built, 14);
+        let mut b = GrammarBuilder::new();
+        let raw = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };
+        let whole = RegexOptions { whole_match: true, encoding: CharEncoding::Raw };
+        let p = regex_to_ir("^https?://", &mut b, raw).unwrap();
+        let f = regex_to_ir(&uri, &mut b, whole).unwrap();
+        let e = product_with_format(&[p], &f, CharEncoding::JsonString, &mut b, "p").unwrap();
+        let root = b.declare("root");
+        b.define(root, e);
+        let g = b.finish(root).unwrap();
+        assert!(g.rules.len() < 16, "{} rules", g.rules.len());
+        // Anchored at both ends, a pattern never lets the format go on alone.
+        let mut b = GrammarBuilder::new();
+        let p = regex_to_ir("^https://[a-z]+\\.jpg$", &mut b, raw).unwrap();
+        let f = regex_to_ir(&uri, &mut b, whole).unwrap();
+        assert!(product_with_format(&[p], &f, CharEncoding::JsonString, &mut b, "p").is_none());
+    }
+
     fn regex_lite_search(pattern: &str) -> impl Fn(&str) -> bool {
         let mut b = GrammarBuilder::new();
         let opts = RegexOptions { whole_match: false, encoding: CharEncoding::Raw };

@@ -18,6 +18,7 @@
 
 pub mod analysis;
 pub mod complement;
+pub mod derivative;
 pub mod diagnostic;
 pub mod ir;
 pub mod json_schema;

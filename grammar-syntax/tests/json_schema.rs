@@ -170,6 +170,25 @@ fn patterns_apply_to_decoded_strings() {
     assert!(!accepts(unanchored, r#""ab12cd""#));
 }
 
+/// A format under a pattern that says how the text starts is a few states of the pattern
+/// and then the format's own expression: the grammar stays small, and texts are judged
+/// by both, escapes decoded (`\/` is `/`).
+#[test]
+fn formats_under_a_prefix_pattern_stay_small_and_exact() {
+    let schema = json!({"type": "string", "format": "uri", "pattern": "^https?://"});
+    let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
+    let size: usize = c.grammar.rules.iter().map(|r| r.body.size()).sum();
+    assert!(c.grammar.rules.len() < 40, "{} rules", c.grammar.rules.len());
+    assert!(size < 2_000, "{size} IR nodes");
+    let m = ReferenceMatcher::new(&c.grammar);
+    for ok in [r#""https://a.example/b?c#d""#, r#""http:\/\/[::1]:8080/""#, r#""https://""#] {
+        assert!(m.matches(ok), "{ok}");
+    }
+    for bad in [r#""ftp://a""#, r#""https://a b""#, r#""https://[1:2:3]/""#, r#""https:/""#] {
+        assert!(!m.matches(bad), "{bad}");
+    }
+}
+
 #[test]
 fn lengths_count_code_points() {
     let schema = json!({"type": "string", "minLength": 2, "maxLength": 2});

@@ -55,7 +55,7 @@
 mod counts;
 mod draft;
 mod flat;
-mod formats;
+pub(crate) mod formats;
 pub mod matcher;
 mod negate;
 pub mod numbers;
@@ -335,6 +335,7 @@ pub fn json_schema_to_grammar(
         built: 0,
         memo: HashMap::default(),
         combinations: HashMap::default(),
+        format_products: HashMap::default(),
         escape_rules: HashMap::default(),
         divergences: HashMap::default(),
         counts: HashMap::default(),
@@ -484,6 +485,9 @@ pub(crate) struct Converter<'a> {
     /// String contents built from automata ([`Converter::combination`]), by their
     /// expressions and which combinations of them they accept.
     combinations: HashMap<(Vec<Expr>, Vec<bool>), Option<Expr>>,
+    /// String contents of patterns and a format ([`Converter::product_with_format`]), by
+    /// the patterns and the format.
+    format_products: HashMap<Vec<Expr>, Option<Expr>>,
     /// Rules of the escapes of the characters outside a set ([`Converter::foreign_escapes`]),
     /// by the set's characters that have escapes; `None`: there are no such escapes.
     escape_rules: HashMap<Vec<char>, Option<RuleId>>,
@@ -551,6 +555,21 @@ impl<'a> Converter<'a> {
         }
         let e = self.combined(exprs, accepts, name);
         self.combinations.insert(key, e.clone());
+        e
+    }
+
+    /// The contents of a JSON string that all of `patterns` and `format` match
+    /// ([`crate::complement::product_with_format`]), built once per expressions; `None`
+    /// past the product's limit.
+    pub(crate) fn product_with_format(&mut self, patterns: &[Expr], format: &Expr) -> Option<Expr> {
+        let key: Vec<Expr> = patterns.iter().chain([format]).cloned().collect();
+        if let Some(e) = self.format_products.get(&key) {
+            return e.clone();
+        }
+        let enc = crate::regex::CharEncoding::JsonString;
+        let e =
+            crate::complement::product_with_format(patterns, format, enc, &mut self.b, "string");
+        self.format_products.insert(key, e.clone());
         e
     }
 

@@ -349,6 +349,14 @@ impl<'a> Converter<'a> {
             let whole = RegexOptions { whole_match: true, ..raw };
             exprs.push(self.raw_pattern(&regex, ptr, whole)?);
         }
+        // Patterns and one format, no length: the format followed through the patterns.
+        let unbounded = f.min_length == 0 && f.max_length.is_none();
+        if formats.len() == 1 && unbounded && f.not_patterns.is_empty() {
+            let (patterns, format) = exprs.split_at(f.patterns.len());
+            if let Some(e) = self.product_with_format(patterns, &format[0]) {
+                return Ok(Some(e));
+            }
+        }
         if f.min_length > 0 || f.max_length.is_some() {
             let any = Expr::Class(CharClass::any());
             exprs.push(Expr::repeat(any, count32(f.min_length), f.max_length.map(count32)));
