@@ -12,7 +12,7 @@
 //! with the rest) when it compiles.
 
 use super::numbers::{Bound, Decimal};
-use super::refs::{escape_token, parse_canonical};
+use super::refs::{child_pointer, parse_canonical};
 use super::{Converter, Sub};
 use crate::diagnostic::{Category, Diagnostic};
 use serde_json::Value;
@@ -350,7 +350,7 @@ fn declares_identifier(v: &Value) -> bool {
 }
 
 fn at(ptr: &str, key: &str) -> String {
-    format!("{ptr}/{}", escape_token(key))
+    child_pointer(ptr, key)
 }
 
 fn invalid(ptr: &str, key: &str, what: &str) -> Diagnostic {

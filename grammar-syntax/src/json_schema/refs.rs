@@ -17,7 +17,34 @@ const DEFAULT_BASE: &str = "urn:grammask:schema";
 
 /// Escapes one JSON pointer token.
 pub(crate) fn escape_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+    let mut out = String::with_capacity(token.len());
+    push_token(&mut out, token);
+    out
+}
+
+/// `ptr` followed by `token` as one more of its tokens: the pointer of a member or item
+/// (made for every subschema a conversion walks, so written without formatting).
+pub(crate) fn child_pointer(ptr: &str, token: &str) -> String {
+    let mut out = String::with_capacity(ptr.len() + token.len() + 1);
+    out.push_str(ptr);
+    out.push('/');
+    push_token(&mut out, token);
+    out
+}
+
+/// Appends `token` to `out`, escaped as a JSON pointer token (`~0`, `~1`).
+fn push_token(out: &mut String, token: &str) {
+    if !token.contains(['~', '/']) {
+        out.push_str(token);
+        return;
+    }
+    for c in token.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// A `$ref` found while walking, to be rewritten.
@@ -159,14 +186,14 @@ impl Walk {
             reg.refs.push(RefSite { doc, ptr: ptr.clone(), base: base.clone(), target: r.clone() });
         }
         for (key, child) in obj {
-            let child_ptr = format!("{ptr}/{}", escape_token(key));
+            let child_ptr = child_pointer(&ptr, key);
             match key.as_str() {
                 "const" | "enum" | "examples" | "default" | "example" => {}
                 "properties" | "patternProperties" | "$defs" | "definitions"
                 | "dependentSchemas" | "dependencies" => {
                     if let Value::Object(map) = child {
                         for (name, s) in map {
-                            let p = format!("{child_ptr}/{}", escape_token(name));
+                            let p = child_pointer(&child_ptr, name);
                             self.walk(reg, s, p, &base, depth + 1)?;
                         }
                     }
@@ -174,7 +201,8 @@ impl Walk {
                 _ => match child {
                     Value::Array(items) => {
                         for (i, s) in items.iter().enumerate() {
-                            self.walk(reg, s, format!("{child_ptr}/{i}"), &base, depth + 1)?;
+                            let p = child_pointer(&child_ptr, &i.to_string());
+                            self.walk(reg, s, p, &base, depth + 1)?;
                         }
                     }
                     Value::Object(_) => self.walk(reg, child, child_ptr, &base, depth + 1)?,
