@@ -1231,7 +1231,7 @@ mod tests {
     /// is the format's own expression: a handful of states for `uri` under `^https?://`,
     /// where the combination writes the format's whole automaton.
     #[test]
-    fn formats_through_patterns_match_their_combination() {
+    fn formats_followed_through_patterns_match_both() {
         let uri = crate::json_schema::formats::regex_for("uri").unwrap();
         let texts = [
             "https://a.b/c?d#e",
