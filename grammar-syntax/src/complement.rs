@@ -607,45 +607,67 @@ pub fn combination(
             Some(CountedRest { rule: ids[s]?, item, min, max })
         })
         .collect::<Option<Vec<_>>>()?;
-    // The states of a key complement mostly read the same few classes ("any character
-    // but these"), each encoded once, with what follows `\u` in its escapes a rule of its
-    // own (see [`outline_unicode_tail`]).
-    let mut encoded: FxHashMap<Vec<(char, char)>, Expr> = FxHashMap::default();
-    let mut tails: FxHashMap<Expr, RuleId> = FxHashMap::default();
+    let mut states = StateWriter::new(encoding, name);
     for s in (0..n).filter(|&s| written[s] && !is_rest[s]) {
+        let steps = delta[s].iter().enumerate().filter(|&(_, &t)| live[t]);
+        let body = states.body(accepting[s], steps.map(|(a, &t)| (&scalars[a], ids[rep[t]])), b)?;
+        b.define(ids[s]?, body);
+    }
+    Some(Combined { expr: Expr::Rule(ids[rep[0]]?), rests })
+}
+
+/// Writes the states of an automaton over characters as rules, `state ::= "" (when
+/// accepting) | class next-state ...`. The states of a key complement mostly read the
+/// same few classes ("any character but these"), each encoded once, with what follows
+/// `\u` in its escapes a rule of its own (see [`outline_unicode_tail`]).
+struct StateWriter<'a> {
+    encoding: CharEncoding,
+    name: &'a str,
+    encoded: FxHashMap<Vec<(char, char)>, Expr>,
+    tails: FxHashMap<Expr, RuleId>,
+}
+
+impl<'a> StateWriter<'a> {
+    fn new(encoding: CharEncoding, name: &'a str) -> Self {
+        StateWriter { encoding, name, encoded: FxHashMap::default(), tails: FxHashMap::default() }
+    }
+
+    /// The body of a state reading each of `steps` (characters, the rule of the state
+    /// they lead to), the characters of one target read as one class; `None` when a
+    /// target has no rule.
+    fn body<'r>(
+        &mut self,
+        accepting: bool,
+        steps: impl Iterator<Item = (&'r Vec<(char, char)>, Option<RuleId>)>,
+        b: &mut GrammarBuilder,
+    ) -> Option<Expr> {
         // Ranges by target, in order.
-        let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
-        for (a, &t) in delta[s].iter().enumerate() {
-            if !live[t] {
-                continue;
-            }
-            let t = rep[t];
-            let ranges = &scalars[a];
+        let mut by_target: Vec<(RuleId, Vec<(char, char)>)> = Vec::new();
+        for (ranges, t) in steps.filter(|(ranges, _)| !ranges.is_empty()) {
+            let t = t?;
             match by_target.iter_mut().find(|(x, _)| *x == t) {
                 Some((_, r)) => r.extend_from_slice(ranges),
                 None => by_target.push((t, ranges.clone())),
             }
         }
         let mut alts = Vec::new();
-        if accepting[s] {
+        if accepting {
             alts.push(Expr::Empty);
         }
         for (t, ranges) in by_target {
-            if ranges.is_empty() {
-                continue;
-            }
-            let class = encoded
+            let (encoding, name, tails) = (self.encoding, self.name, &mut self.tails);
+            let class = self
+                .encoded
                 .entry(ranges)
                 .or_insert_with_key(|ranges| {
                     let class = CharClass::new(false, ranges.iter().copied());
-                    outline_unicode_tail(encode_class(&class, encoding), &mut tails, b, name)
+                    outline_unicode_tail(encode_class(&class, encoding), tails, b, name)
                 })
                 .clone();
-            alts.push(Expr::Seq(vec![class, Expr::Rule(ids[t]?)]));
+            alts.push(Expr::Seq(vec![class, Expr::Rule(t)]));
         }
-        b.define(ids[s]?, Expr::choice(alts));
+        Some(Expr::choice(alts))
     }
-    Some(Combined { expr: Expr::Rule(ids[rep[0]]?), rests })
 }
 
 /// Most states of a [`product_with_format`].
@@ -778,35 +800,15 @@ pub fn product_with_format(
         let fresh = b.fresh_name(&format!("{name}-with"));
         ids[s] = Some(b.declare(&fresh));
     }
-    let mut encoded: FxHashMap<Vec<(char, char)>, Expr> = FxHashMap::default();
-    let mut tails: FxHashMap<Expr, RuleId> = FxHashMap::default();
+    let mut writer = StateWriter::new(encoding, name);
     for s in (0..n).filter(|&s| live[s]) {
-        if free[s] {
-            b.define(ids[s]?, crate::derivative::encoded(&states[s].1, encoding)?);
-            continue;
-        }
-        let mut by_target: Vec<(usize, Vec<(char, char)>)> = Vec::new();
-        for &(a, t) in steps[s].iter().filter(|&&(_, t)| live[t]) {
-            match by_target.iter_mut().find(|(x, _)| *x == t) {
-                Some((_, r)) => r.extend_from_slice(&scalars[a]),
-                None => by_target.push((t, scalars[a].clone())),
-            }
-        }
-        let mut alts = Vec::new();
-        if accepting[s] {
-            alts.push(Expr::Empty);
-        }
-        for (t, ranges) in by_target {
-            let class = encoded
-                .entry(ranges)
-                .or_insert_with_key(|ranges| {
-                    let class = CharClass::new(false, ranges.iter().copied());
-                    outline_unicode_tail(encode_class(&class, encoding), &mut tails, b, name)
-                })
-                .clone();
-            alts.push(Expr::Seq(vec![class, Expr::Rule(ids[t]?)]));
-        }
-        b.define(ids[s]?, Expr::choice(alts));
+        let body = if free[s] {
+            crate::derivative::encoded(&states[s].1, encoding)?
+        } else {
+            let out = steps[s].iter().filter(|&&(_, t)| live[t]);
+            writer.body(accepting[s], out.map(|&(a, t)| (&scalars[a], ids[t])), b)?
+        };
+        b.define(ids[s]?, body);
     }
     Some(Expr::Rule(ids[0]?))
 }
@@ -865,9 +867,6 @@ impl PatternSets<'_> {
                 self.sets.push(next);
             }
             row.push(Some(id));
-        }
-        if self.rows.len() <= set {
-            self.rows.resize(set + 1, None);
         }
         self.rows[set] = Some(row.clone());
         row
