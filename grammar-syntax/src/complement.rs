@@ -112,6 +112,18 @@ impl Nfa {
         })
     }
 
+    /// Where the alphabet is cut (unsorted, with repeats): at every edge's range
+    /// boundaries, and around the surrogate code points, which hold no character and are
+    /// an atom of their own.
+    fn cuts(&self) -> Vec<u32> {
+        let mut cuts = vec![0, 0xd800, 0xe000, END];
+        for &(lo, hi, _) in self.edges.iter().flatten() {
+            cuts.push(lo);
+            cuts.push(hi + 1);
+        }
+        cuts
+    }
+
     /// Adds to `states` every state their ε-edges reach, sorted and without repeats;
     /// `seen` is all false on entry and on return.
     fn closure(&self, states: &mut Vec<usize>, seen: &mut [bool]) {
@@ -281,14 +293,7 @@ pub fn combination(
         ends.push(nfa.build(e, own)?);
     }
     // The alphabet cut at every range boundary: atom `i` is `cuts[i]..cuts[i + 1]`.
-    // The surrogate code points, which hold no character, are an atom of their own.
-    let mut cuts = vec![0, 0xd800, 0xe000, END];
-    for edges in &nfa.edges {
-        for &(lo, hi, _) in edges {
-            cuts.push(lo);
-            cuts.push(hi + 1);
-        }
-    }
+    let mut cuts = nfa.cuts();
     cuts.sort_unstable();
     cuts.dedup();
     let atoms: Vec<(u32, u32)> = cuts.windows(2).map(|w| (w[0], w[1] - 1)).collect();
@@ -697,13 +702,7 @@ pub fn product_with_format(
         ends.push(nfa.build(p, own)?);
     }
     // The alphabet cut where a pattern's edge or the format's class or literal does.
-    let mut cuts = vec![0, 0xd800, 0xe000, END];
-    for edges in &nfa.edges {
-        for &(lo, hi, _) in edges {
-            cuts.push(lo);
-            cuts.push(hi + 1);
-        }
-    }
+    let mut cuts = nfa.cuts();
     crate::derivative::boundaries(format, &mut |c| cuts.push(c));
     cuts.sort_unstable();
     cuts.dedup();
