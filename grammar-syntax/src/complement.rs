@@ -112,6 +112,26 @@ impl Nfa {
         })
     }
 
+    /// One NFA of `exprs` side by side from one start: the NFA, its start and each
+    /// expression's end state (`usize::MAX` for an expression left out, `None`).
+    fn of_each<'e>(
+        exprs: impl Iterator<Item = Option<&'e Expr>>,
+    ) -> Option<(Nfa, usize, Vec<usize>)> {
+        let mut nfa = Nfa::default();
+        let start = nfa.state()?;
+        let mut ends = Vec::new();
+        for e in exprs {
+            let Some(e) = e else {
+                ends.push(usize::MAX);
+                continue;
+            };
+            let own = nfa.state()?;
+            nfa.eps[start].push(own);
+            ends.push(nfa.build(e, own)?);
+        }
+        Some((nfa, start, ends))
+    }
+
     /// Where the alphabet is cut (unsorted, with repeats): at every edge's range
     /// boundaries, and around the surrogate code points, which hold no character and are
     /// an atom of their own.
@@ -274,24 +294,14 @@ pub fn combination(
     b: &mut GrammarBuilder,
     name: &str,
 ) -> Option<Combined> {
-    let mut nfa = Nfa::default();
-    let start = nfa.state()?;
     // The first length bound is read as a count; the other expressions as NFA states.
     let (counted, length) = exprs
         .iter()
         .enumerate()
         .find_map(|(i, e)| Length::of(e).map(|l| (Some(i), l)))
         .unwrap_or((None, Length::NONE));
-    let mut ends = Vec::new();
-    for (i, e) in exprs.iter().enumerate() {
-        if Some(i) == counted {
-            ends.push(usize::MAX);
-            continue;
-        }
-        let own = nfa.state()?;
-        nfa.eps[start].push(own);
-        ends.push(nfa.build(e, own)?);
-    }
+    let automata = exprs.iter().enumerate().map(|(i, e)| (Some(i) != counted).then_some(e));
+    let (nfa, start, ends) = Nfa::of_each(automata)?;
     // The alphabet cut at every range boundary: atom `i` is `cuts[i]..cuts[i + 1]`.
     let mut cuts = nfa.cuts();
     cuts.sort_unstable();
@@ -693,14 +703,7 @@ pub fn product_with_format(
     b: &mut GrammarBuilder,
     name: &str,
 ) -> Option<Expr> {
-    let mut nfa = Nfa::default();
-    let start = nfa.state()?;
-    let mut ends = Vec::new();
-    for p in patterns {
-        let own = nfa.state()?;
-        nfa.eps[start].push(own);
-        ends.push(nfa.build(p, own)?);
-    }
+    let (nfa, start, ends) = Nfa::of_each(patterns.iter().map(Some))?;
     // The alphabet cut where a pattern's edge or the format's class or literal does.
     let mut cuts = nfa.cuts();
     crate::derivative::boundaries(format, &mut |c| cuts.push(c));
