@@ -510,7 +510,7 @@ impl Compiler {
         let recipe = Recipe {
             classes,
             linear: RightLinear::with_calls(&grammar, &calls, passes.inline_max_rule_size),
-            spliced: (0..n).map(|r| passes::is_spliced(&grammar.rules, r, grammar.root)).collect(),
+            spliced: passes::spliced_rules(&grammar.rules, grammar.root, &calls.stays),
             token_index,
             keep_calls: grammar
                 .rules

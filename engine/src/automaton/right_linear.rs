@@ -22,7 +22,7 @@
 //! references in place, so it calls none of them. The other linear rules get no
 //! automaton of their own (the compiler builds only what some automaton calls).
 
-use crate::passes::{is_escape_tail, CallGraph};
+use crate::passes::CallGraph;
 use grammask_syntax::ir::{Grammar, RuleId};
 
 /// The linear rules of a grammar and their entries.
@@ -52,17 +52,14 @@ impl RightLinear {
         max_leaf_weight: usize,
     ) -> RightLinear {
         let n = grammar.rules.len();
-        let (components, adj) = (&calls.components, &calls.callees);
+        let adj = &calls.callees;
         // The leaves (rules calling nothing but `\u` tails) every reference reaches in
         // tail position.
         let mut leaves: Vec<bool> = (0..n)
-            .map(|r| {
-                calls.only_at_ends[r]
-                    && calls.callees[r].iter().all(|&c| is_escape_tail(&grammar.rules[c]))
-            })
+            .map(|r| calls.only_at_ends[r] && calls.callees[r].iter().all(|&c| calls.tails[c]))
             .collect();
         loop {
-            let solved = Self::solve(grammar, components, adj, &leaves);
+            let solved = Self::solve(grammar, calls, &leaves);
             let mut dropped = false;
             for (callees, _) in adj.iter().zip(&solved.entry).filter(|&(_, &e)| e) {
                 for &callee in callees {
@@ -78,14 +75,10 @@ impl RightLinear {
         }
     }
 
-    /// The linear rules and entries when the linear leaves are `leaves`; `components`
-    /// and `adj` as [`CallGraph`] gives them.
-    fn solve(
-        grammar: &Grammar,
-        components: &[Vec<usize>],
-        adj: &[Vec<usize>],
-        leaves: &[bool],
-    ) -> RightLinear {
+    /// The linear rules and entries when the linear leaves are `leaves`; `calls` the
+    /// grammar's call graph.
+    fn solve(grammar: &Grammar, calls: &CallGraph, leaves: &[bool]) -> RightLinear {
+        let (components, adj) = (&calls.components, &calls.callees);
         let n = grammar.rules.len();
         let mut linear = vec![false; n];
         // Callees' components come first, so a rule's callees are decided before it.
@@ -99,7 +92,7 @@ impl RightLinear {
                 let mut ok = true;
                 let mut refers = false;
                 grammar.rules[r].body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
-                    if is_escape_tail(&grammar.rules[callee.index()]) {
+                    if calls.tails[callee.index()] {
                         // A call of its own from the state after a backslash.
                         return;
                     }

@@ -82,8 +82,19 @@ pub const COUNTED_RUN_MIN: u32 = 16;
 /// be exactly its own), calling only rules that stay calls (so it calls no spliced rule
 /// and lies on no cycle).
 pub fn is_spliced(rules: &[Rule], rule: usize, root: RuleId) -> bool {
+    spliced_with(rules, rule, root, &|r| stays_call(&rules[r]))
+}
+
+/// Per rule of `rules`, whether references to it are spliced ([`is_spliced`]); `stays`:
+/// per rule, whether it stays a call ([`stays_call`], as [`CallGraph::stays`] holds it).
+pub(crate) fn spliced_rules(rules: &[Rule], root: RuleId, stays: &[bool]) -> Vec<bool> {
+    (0..rules.len()).map(|r| spliced_with(rules, r, root, &|c| stays[c])).collect()
+}
+
+/// [`is_spliced`] with whether each rule stays a call given by `stays`.
+fn spliced_with(rules: &[Rule], rule: usize, root: RuleId, stays: &dyn Fn(usize) -> bool) -> bool {
     let r = &rules[rule];
-    if rule == root.index() || r.lookahead.is_some() || stays_call(r) {
+    if rule == root.index() || r.lookahead.is_some() || stays(rule) {
         return false;
     }
     let Expr::Seq(items) = &r.body else { return false };
@@ -97,7 +108,7 @@ pub fn is_spliced(rules: &[Rule], rule: usize, root: RuleId) -> bool {
     }
     let mut calls_only_leaves = true;
     r.body.for_each_rule_ref(&mut |callee: RuleId| {
-        calls_only_leaves &= rules.get(callee.index()).is_some_and(stays_call);
+        calls_only_leaves &= callee.index() < rules.len() && stays(callee.index());
     });
     calls_only_leaves
 }
@@ -243,19 +254,19 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
     let calls = CallGraph::of(&grammar);
     let states: Vec<bool> =
         (0..grammar.rules.len()).map(|r| is_state(&grammar, &calls, r)).collect();
-    let CallGraph { components: sccs, callees: graph, mut refs, .. } = calls;
+    let CallGraph { components: sccs, callees: graph, mut refs, tails, stays, .. } = calls;
     let recursive = on_cycles(&sccs, &graph);
     let opens_loop = opens_loops(&sccs, &graph, &states, &recursive);
     // A `\u` tail's call weighs what the tail does: the states an automaton holds for the
     // escape are the same whether the JSON Schema converter wrote the tail as a call or
     // in place (which `outline_unicode_escapes` turns into the same call later), and so
     // are the decisions taken by weight.
-    let tail_weights: Vec<usize> =
-        grammar.rules.iter().map(|r| if is_escape_tail(r) { r.body.weight() } else { 1 }).collect();
+    let tail_weights: Vec<usize> = (grammar.rules.iter().zip(&tails))
+        .map(|(r, &tail)| if tail { r.body.weight() } else { 1 })
+        .collect();
     let weight = |e: &Expr| e.weight_with(&|r: RuleId| tail_weights[r.index()]);
     let mut sizes: Vec<usize> = grammar.rules.iter().map(|r| weight(&r.body)).collect();
-    let spliced: Vec<bool> =
-        (0..grammar.rules.len()).map(|r| is_spliced(&grammar.rules, r, grammar.root)).collect();
+    let spliced = spliced_rules(&grammar.rules, grammar.root, &stays);
     let never: std::collections::HashSet<&str> =
         config.never_inlined.iter().map(String::as_str).collect();
     let kept: Vec<bool> = grammar.rules.iter().map(|r| never.contains(r.name.as_str())).collect();
@@ -284,6 +295,8 @@ pub fn inline_rules(mut grammar: Grammar, config: &PassConfig) -> Grammar {
                 recursive: &recursive,
                 kept: &kept,
                 spliced: &spliced,
+                tails: &tails,
+                stays: &stays,
                 states: &states,
                 opens_loop: &opens_loop,
                 in_state: states[r],
@@ -317,6 +330,10 @@ struct Context<'a> {
     kept: &'a [bool],
     /// Per rule: whether it is spliced ([`is_spliced`]).
     spliced: &'a [bool],
+    /// Per rule: whether it is a `\u` tail ([`is_escape_tail`]), as the grammar came in.
+    tails: &'a [bool],
+    /// Per rule: whether it stays a call ([`stays_call`]), as the grammar came in.
+    stays: &'a [bool],
     /// Per rule: whether it is a state ([`is_state`]), as the grammar came in.
     states: &'a [bool],
     /// Per rule: whether it opens a loop of states ([`opens_loops`]).
@@ -365,8 +382,8 @@ fn substitute(
             if !ctx.recursive[i]
                 && !ctx.kept[i]
                 && callee.lookahead.is_none()
-                && !stays_call(callee)
-                && !is_escape_tail(callee)
+                && !ctx.stays[i]
+                && !ctx.tails[i]
                 && size <= config.inline_max_rule_size
                 && (cost <= *budget || size <= ALWAYS_INLINED_SIZE)
             {
@@ -434,6 +451,10 @@ pub(crate) struct CallGraph {
     pub(crate) ends_only: Vec<bool>,
     /// Per rule, whether every reference to it from a body is in tail position.
     pub(crate) only_at_ends: Vec<bool>,
+    /// Per rule, whether it is a `\u` tail ([`is_escape_tail`]).
+    pub(crate) tails: Vec<bool>,
+    /// Per rule, whether it stays a call ([`stays_call`]).
+    pub(crate) stays: Vec<bool>,
 }
 
 impl CallGraph {
@@ -443,6 +464,8 @@ impl CallGraph {
         let mut refs = vec![0usize; n];
         let mut ends_only = vec![true; n];
         let mut only_at_ends = vec![true; n];
+        let tails: Vec<bool> = grammar.rules.iter().map(is_escape_tail).collect();
+        let stays: Vec<bool> = grammar.rules.iter().map(stays_call).collect();
         let callees: Vec<Vec<usize>> = grammar
             .rules
             .iter()
@@ -453,7 +476,7 @@ impl CallGraph {
                     out.push(callee.index());
                     // A `\u` tail is a call from the state after a backslash, wherever it
                     // stands (as `automaton::right_linear` reads it).
-                    ends_only[r] &= tail || is_escape_tail(&grammar.rules[callee.index()]);
+                    ends_only[r] &= tail || tails[callee.index()];
                     only_at_ends[callee.index()] &= tail;
                 });
                 if let Some(la) = &rule.lookahead {
@@ -466,7 +489,7 @@ impl CallGraph {
             })
             .collect();
         let components = grammask_syntax::analysis::strongly_connected(&callees);
-        CallGraph { components, callees, refs, ends_only, only_at_ends }
+        CallGraph { components, callees, refs, ends_only, only_at_ends, tails, stays }
     }
 }
 

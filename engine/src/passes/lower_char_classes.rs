@@ -127,7 +127,7 @@ static SHARED_LOWERINGS: LazyLock<RwLock<HashMap<CharClass, Arc<Expr>>>> =
 
 /// The lowered form of `class` ([`class_to_bytes`]), from the classes the process's
 /// compiles lowered before.
-fn shared_lowering(class: &CharClass) -> Arc<Expr> {
+pub(crate) fn shared_lowering(class: &CharClass) -> Arc<Expr> {
     // A lock poisoned by a panicking thread holds whole entries only (an insert is one
     // call): it is read as it is.
     let read = SHARED_LOWERINGS.read().unwrap_or_else(|poisoned| poisoned.into_inner());

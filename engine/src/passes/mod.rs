@@ -13,13 +13,15 @@ mod remove_dead_rules;
 
 pub use eliminate_left_recursion::eliminate_left_recursion;
 pub use fuse_sequences::fuse_sequences;
-pub(crate) use inline_rules::CallGraph;
 pub use inline_rules::{
     inline_rules, is_chunk_of_calls, is_counted_run, is_escape, is_spliced, recursive_rules,
     stays_call, COUNTED_RUN_MIN,
 };
+pub(crate) use inline_rules::{spliced_rules, CallGraph};
+#[cfg(test)]
+pub(crate) use lower_char_classes::class_to_bytes;
 pub use lower_char_classes::lower_char_classes;
-pub(crate) use lower_char_classes::{class_to_bytes, ByClass, ClassTable};
+pub(crate) use lower_char_classes::{shared_lowering, ByClass, ClassTable};
 pub use merge_identical_rules::merge_identical_rules;
 pub use outline_repetitions::outline_repetitions;
 pub use outline_unicode_escapes::{is_escape_tail, outline_unicode_escapes};

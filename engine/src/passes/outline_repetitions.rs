@@ -4,12 +4,12 @@
 //! times (`x{0,1000}` expands to 1000 copies of `x`) repeats a call of a rule holding the
 //! body instead. Each copy then costs a call edge and a state, so automaton size grows
 //! linearly in the bound with a small constant, and the body's own automaton exists once.
-//! Sizes count a character class as its UTF-8 byte automaton ([`class_to_bytes`], once
-//! per distinct class), and a reference to a spliced rule ([`is_spliced`]) as the body
-//! read in its place, so they stay close to automaton sizes.
+//! Sizes count a character class as its UTF-8 byte automaton ([`super::class_to_bytes`],
+//! once per distinct class), and a reference to a spliced rule ([`super::is_spliced`]) as
+//! the body read in its place, so they stay close to automaton sizes.
 
-use super::inline_rules::refers;
-use super::{class_to_bytes, is_spliced, ByClass};
+use super::inline_rules::{refers, spliced_rules, stays_call};
+use super::{shared_lowering, ByClass};
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId, Span};
 
 /// Bodies at most this large (IR nodes) are always copied: a character of a JSON string
@@ -27,9 +27,12 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
     // The lowered size of each distinct class, by class.
     let mut sizes: ByClass<usize> = ByClass::default();
     // The lowered size of each spliced rule's body (small: nothing in it is outlined).
-    let spliced: Vec<Option<usize>> = (0..grammar.rules.len())
-        .map(|r| {
-            is_spliced(&grammar.rules, r, grammar.root).then(|| {
+    let stays: Vec<bool> = grammar.rules.iter().map(stays_call).collect();
+    let spliced: Vec<Option<usize>> = spliced_rules(&grammar.rules, grammar.root, &stays)
+        .into_iter()
+        .enumerate()
+        .map(|(r, spliced)| {
+            spliced.then(|| {
                 let mut body = grammar.rules[r].body.clone();
                 let mut none = Vec::new();
                 let ctx = Outlining { owner: "", first_new, spliced: &[] };
@@ -143,7 +146,7 @@ fn outline(
         Expr::Class(_) if !measure => 0,
         Expr::Class(class) => match sizes.get(class) {
             Some(&size) => size,
-            None => *sizes.entry(class.clone()).or_insert(class_to_bytes(class).size()),
+            None => *sizes.entry(class.clone()).or_insert(shared_lowering(class).size()),
         },
         _ => 1,
     }
