@@ -1,7 +1,10 @@
 //! `$ref` resolution: every `$ref` of the document (and of the remote documents given in
 //! the options) is rewritten, before conversion, into a canonical reference to a document
 //! and a JSON pointer, following `$id`/`id` base URIs and `$anchor`s. Conversion then
-//! never needs a base URI, so subschemas can be merged and moved freely.
+//! never needs a base URI, so subschemas can be merged and moved freely. The canonical
+//! form of a reference into the schema itself is `#` and the pointer, which most schemas
+//! write (`#/definitions/...`): such a reference is left as it is, and a schema whose
+//! references all are is read in place rather than copied.
 
 use super::{limit_error, Dialect, JsonSchemaOptions};
 use crate::diagnostic::{Category, Diagnostic};
@@ -9,7 +12,8 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// The scheme of rewritten references: `grammask-doc:INDEX#POINTER`.
+/// The scheme of rewritten references into a remote document:
+/// `grammask-doc:INDEX#POINTER` (into the schema, document 0: `#POINTER`).
 const CANONICAL: &str = "grammask-doc:";
 
 /// The base URI of a document that declares none.
@@ -98,6 +102,10 @@ pub(crate) fn canonicalize<'s>(
     let mut errors = Vec::new();
     for site in std::mem::take(&mut reg.refs) {
         let canonical = match resolve(&reg, &docs, &site) {
+            Ok((0, ptr)) if site.doc == 0 && site.target.strip_prefix('#') == Some(&ptr) => {
+                continue;
+            }
+            Ok((0, ptr)) => format!("#{ptr}"),
             Ok((doc, ptr)) => format!("{CANONICAL}{doc}#{ptr}"),
             Err(e) => {
                 errors.push(e);
@@ -116,8 +124,12 @@ pub(crate) fn parse_unresolved(r: &str) -> Option<usize> {
     r.strip_prefix(UNRESOLVED)?.parse().ok()
 }
 
-/// The document index and pointer of a canonical reference.
+/// The document index and pointer of a canonical reference: `#POINTER` into the schema
+/// (document 0), `grammask-doc:INDEX#POINTER` into a remote document.
 pub(crate) fn parse_canonical(r: &str) -> Option<(usize, &str)> {
+    if let Some(ptr) = r.strip_prefix('#') {
+        return Some((0, ptr));
+    }
     let rest = r.strip_prefix(CANONICAL)?;
     let (doc, ptr) = rest.split_once('#')?;
     Some((doc.parse().ok()?, ptr))
