@@ -213,7 +213,8 @@ impl Summaries {
         }
         // Every reference once: (referrer, rule, what can be read after it, whether the
         // referrer may end there).
-        let mut sites: Vec<(usize, usize, ByteSet, bool)> = Vec::new();
+        let references = calls.refs.iter().sum();
+        let mut sites: Vec<(usize, usize, ByteSet, bool)> = Vec::with_capacity(references);
         for (r, rule) in grammar.rules.iter().enumerate() {
             s.sites(&rule.body, (ByteSet::default(), true), r, &mut sites);
         }

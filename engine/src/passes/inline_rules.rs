@@ -466,28 +466,26 @@ impl CallGraph {
         let mut only_at_ends = vec![true; n];
         let tails: Vec<bool> = grammar.rules.iter().map(is_escape_tail).collect();
         let stays: Vec<bool> = grammar.rules.iter().map(stays_call).collect();
-        let callees: Vec<Vec<usize>> = grammar
-            .rules
-            .iter()
-            .enumerate()
-            .map(|(r, rule)| {
-                let mut out = Vec::new();
-                rule.body.for_each_rule_ref_at_end(true, &mut |callee: RuleId, tail| {
-                    out.push(callee.index());
-                    // A `\u` tail is a call from the state after a backslash, wherever it
-                    // stands (as `automaton::right_linear` reads it).
-                    ends_only[r] &= tail || tails[callee.index()];
-                    only_at_ends[callee.index()] &= tail;
-                });
-                if let Some(la) = &rule.lookahead {
-                    la.for_each_rule_ref(&mut |callee: RuleId| refs[callee.index()] += 1);
-                }
-                out.iter().for_each(|&callee| refs[callee] += 1);
-                out.sort_unstable();
-                out.dedup();
-                out
-            })
-            .collect();
+        let mut callees: Vec<Vec<usize>> = Vec::with_capacity(n);
+        // Each rule's references gathered in one buffer, kept at their exact size.
+        let mut out = Vec::new();
+        for (r, rule) in grammar.rules.iter().enumerate() {
+            out.clear();
+            rule.body.for_each_rule_ref_at_end(true, &mut |callee: RuleId, tail| {
+                out.push(callee.index());
+                // A `\u` tail is a call from the state after a backslash, wherever it
+                // stands (as `automaton::right_linear` reads it).
+                ends_only[r] &= tail || tails[callee.index()];
+                only_at_ends[callee.index()] &= tail;
+            });
+            if let Some(la) = &rule.lookahead {
+                la.for_each_rule_ref(&mut |callee: RuleId| refs[callee.index()] += 1);
+            }
+            out.iter().for_each(|&callee| refs[callee] += 1);
+            out.sort_unstable();
+            out.dedup();
+            callees.push(out.clone());
+        }
         let components = grammask_syntax::analysis::strongly_connected(&callees);
         CallGraph { components, callees, refs, ends_only, only_at_ends, tails, stays }
     }
