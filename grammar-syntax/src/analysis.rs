@@ -221,10 +221,12 @@ pub fn productive(grammar: &Grammar) -> Vec<bool> {
 /// The least fixpoint of "a rule is true when its body is", leaves decided by `leaf`
 /// (as [`propagate`] computes it). Rounds over the rules, each evaluating the bodies not
 /// yet true with what was found before: from nothing, each round finds more, and a round
-/// that finds nothing new ends at the least fixpoint. The first two rounds take the rules
-/// last defined first (rules tend to refer to rules defined after them), which settles
-/// most grammars with no allocation but the answer. When they do not, the rounds take
-/// each rule still false after the rules it refers to ([`callees_first`], over those
+/// that finds nothing new ends at the least fixpoint. The first rounds (up to
+/// [`LAST_FIRST_ROUNDS`]) take the rules last defined first (rules tend to refer to rules
+/// defined after them), which settles most grammars with no allocation but the answer: a
+/// round reads only what decides each body (a sequence up to its first item that does not
+/// hold), where ordering the rules walks every reference. When they do not, the rounds
+/// take each rule still false after the rules it refers to ([`callees_first`], over those
 /// rules only: the settled ones are read, not walked), where only cycles need another
 /// round; past a few, the linear propagation over the flattened grammar takes over, so
 /// many nested cycles stay linear.
@@ -241,11 +243,10 @@ fn least_fixpoint(grammar: &Grammar, leaf: fn(&Expr) -> bool) -> Vec<bool> {
         found
     };
     let last_first = || (0..grammar.rules.len()).rev();
-    if !round(&mut known, &mut last_first()) || !known.contains(&false) {
-        return known;
-    }
-    if !round(&mut known, &mut last_first()) {
-        return known;
+    for _ in 0..LAST_FIRST_ROUNDS {
+        if !round(&mut known, &mut last_first()) || !known.contains(&false) {
+            return known;
+        }
     }
     let order = callees_first(grammar, &known);
     for _ in 0..FIXPOINT_ROUNDS {
@@ -281,6 +282,10 @@ fn callees_first(grammar: &Grammar, settled: &[bool]) -> Vec<usize> {
         .collect();
     strongly_connected(&refs).into_iter().flatten().map(|i| open[i]).collect()
 }
+
+/// Rounds of [`least_fixpoint`] over the rules last defined first before they are put in
+/// [`callees_first`] order.
+const LAST_FIRST_ROUNDS: usize = 6;
 
 /// Rounds of [`least_fixpoint`] in [`callees_first`] order before the linear propagation
 /// takes over.
