@@ -37,7 +37,6 @@ fn main() -> Result<(), String> {
                 for r in (0..g.rules.len()).filter(|&r| !is_spliced(&g.rules, r, g.root)) {
                     own += c.automaton(RuleId::new(r)).map_err(|e| e.to_string())?.len();
                 }
-
                 states += own;
                 nodes += g.size();
                 compiled += 1;
