@@ -121,9 +121,11 @@ pub(crate) const SHARED_LOWERINGS_MAX: usize = 4_096;
 /// byte automaton depends on nothing else, and schemas repeat a few (a JSON string's
 /// character, digits, hex digits). Past [`SHARED_LOWERINGS_MAX`] classes, a new one is
 /// lowered for its compile alone.
-/// (Keyed with the standard hasher: the classes come from the grammars compiled.)
-static SHARED_LOWERINGS: LazyLock<RwLock<HashMap<CharClass, Arc<Expr>>>> =
-    LazyLock::new(Default::default);
+/// (Keyed with a hasher seeded per process: the classes come from the grammars compiled.)
+static SHARED_LOWERINGS: LazyLock<RwLock<SharedLowerings>> = LazyLock::new(Default::default);
+
+/// The map behind [`SHARED_LOWERINGS`].
+type SharedLowerings = HashMap<CharClass, Arc<Expr>, foldhash::fast::RandomState>;
 
 /// The lowered form of `class` ([`class_to_bytes`]), from the classes the process's
 /// compiles lowered before.
