@@ -7,7 +7,7 @@
 //! exist. Every limit is explicit ([`Limits`]) and reported as [`CompileError::Limit`].
 
 use crate::automaton::right_linear::RightLinear;
-use crate::automaton::store::{self, Automata, BuildError, Recipe, When};
+use crate::automaton::store::{Automata, BuildError, Recipe, When};
 use crate::automaton::Dfa;
 use crate::cache::GrammarCache;
 use crate::checks;
@@ -481,9 +481,10 @@ impl Compiler {
         // only to name a rule that cannot.
         let all_productive =
             finish || grammask_syntax::analysis::productive(&grammar).iter().all(|&p| p);
-        let grammar = passes::run(grammar, passes, deadline)?;
-        // Lowers each distinct class once, and counts the nodes on the way.
-        let classes = passes::ClassTable::of(&grammar);
+        let (grammar, left_recursive) = passes::run_noting(grammar, passes, deadline)?;
+        // Lowers each distinct class once, and counts the nodes and gathers the token sets
+        // on the way.
+        let mut classes = passes::ClassTable::of(&grammar);
         let size = classes.nodes;
         if size > limits.max_grammar_size {
             return Err(CompileError::Limit {
@@ -494,14 +495,20 @@ impl Compiler {
                 ),
             });
         }
-        let (token_sets, token_index) = store::token_sets(&grammar);
+        let (token_sets, token_index) = classes.token_sets();
         checks::check_token_ids(&token_sets, self.vocab.vocab_size())?;
         if !all_productive {
             checks::check_productive(&grammar)?;
             deadline.check("the productivity check")?;
         }
-        checks::check_no_left_recursion(&grammar)?;
-        deadline.check("the left-recursion check")?;
+        // A grammar that held no left recursion holds none after the passes (checked in
+        // debug builds); one that did may hold what its elimination left.
+        if left_recursive {
+            checks::check_no_left_recursion(&grammar)?;
+            deadline.check("the left-recursion check")?;
+        } else {
+            debug_assert!(checks::check_no_left_recursion(&grammar).is_ok());
+        }
         // The call graph, read by both the summaries and the linear rules.
         let calls = passes::CallGraph::of(&grammar);
         let summaries = self.config.mask_cache.then(|| Summaries::with_calls(&grammar, &calls));

@@ -17,7 +17,7 @@ use crate::error::{CompileError, MatchError};
 use crate::ids::{StateId, TokenSetId};
 use crate::mask_cache::counters::{self, Work};
 use crate::passes::ClassTable;
-use grammask_syntax::ir::{Expr, Grammar, RuleId, TokenSet};
+use grammask_syntax::ir::{Grammar, RuleId, TokenSet};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, OnceLock};
@@ -329,31 +329,4 @@ impl Automata {
             }
         }
     }
-}
-
-/// The id of every token set of `grammar`'s rules, in the order first met.
-pub(crate) fn token_sets(grammar: &Grammar) -> (Vec<TokenSet>, HashMap<TokenSet, TokenSetId>) {
-    fn walk(expr: &Expr, sets: &mut Vec<TokenSet>, index: &mut HashMap<TokenSet, TokenSetId>) {
-        match expr {
-            Expr::Tokens(set) => {
-                index.entry(set.clone()).or_insert_with(|| {
-                    sets.push(set.clone());
-                    TokenSetId((sets.len() - 1) as u32)
-                });
-            }
-            Expr::Seq(items) | Expr::Choice(items) => {
-                items.iter().for_each(|e| walk(e, sets, index));
-            }
-            Expr::Repeat { expr, .. } => walk(expr, sets, index),
-            _ => {}
-        }
-    }
-    let (mut sets, mut index) = (Vec::new(), HashMap::new());
-    for rule in &grammar.rules {
-        walk(&rule.body, &mut sets, &mut index);
-        if let Some(lookahead) = &rule.lookahead {
-            walk(lookahead, &mut sets, &mut index);
-        }
-    }
-    (sets, index)
 }

@@ -26,9 +26,19 @@ const MAX_ALTERNATIVES: usize = 4_096;
 /// Rewrites left-recursive rules into equivalent rules without left recursion. Paull's
 /// method is quadratic in the rules on cycles; `deadline` is checked for each rule.
 pub fn eliminate_left_recursion(
-    mut grammar: Grammar,
+    grammar: Grammar,
     deadline: &Deadline,
 ) -> Result<Grammar, CompileError> {
+    Ok(eliminate_noting(grammar, deadline)?.0)
+}
+
+/// [`eliminate_left_recursion`], and whether the grammar held any left recursion (when it
+/// held none, it is returned as it was).
+pub(crate) fn eliminate_noting(
+    mut grammar: Grammar,
+    deadline: &Deadline,
+) -> Result<(Grammar, bool), CompileError> {
+    let mut met = false;
     // Paull's method over the rules on left-recursive cycles, in id order: substitute
     // each earlier rule at the leading positions of a later one, then remove the later
     // one's direct recursion. A few passes cover groups found only after rewriting; what
@@ -38,6 +48,7 @@ pub fn eliminate_left_recursion(
         if cycles.is_empty() {
             break;
         }
+        met = true;
         let mut order: Vec<RuleId> = cycles.iter().flatten().copied().collect();
         order.sort_unstable();
         order.dedup();
@@ -49,7 +60,7 @@ pub fn eliminate_left_recursion(
             eliminate_direct(&mut grammar, order[i]);
         }
     }
-    Ok(grammar)
+    Ok((grammar, met))
 }
 
 /// The alternatives of `expr` with leading choices distributed over the rest of their

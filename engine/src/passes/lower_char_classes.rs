@@ -13,7 +13,8 @@
 //! expansion as a pass, for a byte-level IR.
 
 use crate::automaton::SetHasher;
-use grammask_syntax::ir::{CharClass, Expr, FreeText, Grammar};
+use crate::ids::TokenSetId;
+use grammask_syntax::ir::{CharClass, Expr, FreeText, Grammar, TokenSet};
 use grammask_syntax::text::TextAutomaton;
 use regex_syntax::utf8::Utf8Sequences;
 use std::collections::HashMap;
@@ -47,10 +48,14 @@ pub(crate) struct ClassTable {
     texts: HashMap<FreeText, TextAutomaton>,
     /// IR nodes of the grammar walked by [`ClassTable::of`] (its [`Grammar::size`]).
     pub(crate) nodes: usize,
+    /// The distinct token sets met on the way, in the order first met, and the id of each
+    /// (its index there): [`ClassTable::token_sets`].
+    tokens: (Vec<TokenSet>, HashMap<TokenSet, TokenSetId>),
 }
 
 impl ClassTable {
-    /// Lowers the classes of every rule of `grammar` (bodies and lookaheads).
+    /// Lowers the classes of every rule of `grammar` (bodies and lookaheads), and gathers
+    /// its token sets on the way (the one walk over the grammar automata are built from).
     pub(crate) fn of(grammar: &Grammar) -> ClassTable {
         let mut table = ClassTable::default();
         for rule in &grammar.rules {
@@ -70,6 +75,10 @@ impl ClassTable {
             }
             Expr::Seq(items) | Expr::Choice(items) => items.iter().for_each(|e| self.add(e)),
             Expr::Repeat { expr, .. } => self.add(expr),
+            Expr::Tokens(set) if !self.tokens.1.contains_key(set) => {
+                self.tokens.1.insert(set.clone(), TokenSetId(self.tokens.0.len() as u32));
+                self.tokens.0.push(set.clone());
+            }
             Expr::Text(text) if !self.texts.contains_key(&**text) => {
                 let automaton = text.automaton();
                 for (class, _) in automaton.states.iter().flat_map(|s| &s.edges) {
@@ -81,6 +90,12 @@ impl ClassTable {
             }
             _ => {}
         }
+    }
+
+    /// The grammar's distinct token sets in the order first met (bodies and lookaheads,
+    /// rule after rule), and the id of each: its index there.
+    pub(crate) fn token_sets(&mut self) -> (Vec<TokenSet>, HashMap<TokenSet, TokenSetId>) {
+        std::mem::take(&mut self.tokens)
     }
 
     /// The lowered form of `class` (one of the grammar's).

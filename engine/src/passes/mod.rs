@@ -121,7 +121,19 @@ pub fn run(
     config: &PassConfig,
     deadline: &Deadline,
 ) -> Result<Grammar, CompileError> {
-    let grammar = eliminate_left_recursion(grammar, deadline)?;
+    Ok(run_noting(grammar, config, deadline)?.0)
+}
+
+/// [`run`], and whether the input held left recursion. The passes after the elimination
+/// keep a grammar free of it (inlining and outlining move bodies, merging joins rules
+/// that read the same), so only a grammar that held some can hold what the elimination
+/// left (hidden recursion), which the compiler refuses.
+pub(crate) fn run_noting(
+    grammar: Grammar,
+    config: &PassConfig,
+    deadline: &Deadline,
+) -> Result<(Grammar, bool), CompileError> {
+    let (grammar, left_recursive) = eliminate_left_recursion::eliminate_noting(grammar, deadline)?;
     deadline.check("left-recursion elimination")?;
     let grammar = remove_dead_rules(grammar);
     let grammar = fuse_sequences(grammar);
@@ -133,5 +145,5 @@ pub fn run(
     deadline.check("repetition outlining")?;
     let grammar = merge_identical_rules(grammar);
     deadline.check("identical-rule merging")?;
-    Ok(grammar)
+    Ok((grammar, left_recursive))
 }
