@@ -26,25 +26,24 @@ pub fn outline_repetitions(mut grammar: Grammar) -> Grammar {
     let first_new = grammar.rules.len();
     // The lowered size of each distinct class, by class.
     let mut sizes: ByClass<usize> = ByClass::default();
-    // The lowered size of each spliced rule's body (small: nothing in it is outlined).
+    // The spliced rules first, measured as they are outlined: the lowered size of each
+    // one's body is what the rules reading it in place count for it. (A spliced body
+    // calls only rules that stay calls, none of them spliced.)
     let stays: Vec<bool> = grammar.rules.iter().map(stays_call).collect();
-    let spliced: Vec<Option<usize>> = spliced_rules(&grammar.rules, grammar.root, &stays)
-        .into_iter()
-        .enumerate()
-        .map(|(r, spliced)| {
-            spliced.then(|| {
-                let mut body = grammar.rules[r].body.clone();
-                let mut none = Vec::new();
-                let ctx = Outlining { owner: "", first_new, spliced: &[] };
-                outline(&mut body, true, &ctx, &mut none, &mut sizes)
-            })
-        })
-        .collect();
-    for r in 0..grammar.rules.len() {
-        let mut body = std::mem::replace(&mut grammar.rules[r].body, Expr::Empty);
-        let ctx = Outlining { owner: &grammar.rules[r].name, first_new, spliced: &spliced };
-        outline(&mut body, false, &ctx, &mut new_rules, &mut sizes);
-        grammar.rules[r].body = body;
+    let is_spliced = spliced_rules(&grammar.rules, grammar.root, &stays);
+    let mut spliced: Vec<Option<usize>> = vec![None; grammar.rules.len()];
+    let mut outline_rule = |rule: &mut Rule, measure: bool, spliced: &[Option<usize>]| {
+        let mut body = std::mem::replace(&mut rule.body, Expr::Empty);
+        let ctx = Outlining { owner: &rule.name, first_new, spliced };
+        let size = outline(&mut body, measure, &ctx, &mut new_rules, &mut sizes);
+        rule.body = body;
+        size
+    };
+    for r in (0..grammar.rules.len()).filter(|&r| is_spliced[r]) {
+        spliced[r] = Some(outline_rule(&mut grammar.rules[r], true, &[]));
+    }
+    for r in (0..grammar.rules.len()).filter(|&r| !is_spliced[r]) {
+        outline_rule(&mut grammar.rules[r], false, &spliced);
     }
     grammar.rules.extend(new_rules);
     grammar
