@@ -43,7 +43,15 @@ pub(crate) fn fuse_top(expr: &mut Expr) {
             if unchanged && items.len() > 1 {
                 return;
             }
-            let mut out: Vec<Expr> = Vec::with_capacity(items.len());
+            // At most this many items once nested sequences are opened.
+            let opened = items
+                .iter()
+                .map(|i| match i {
+                    Expr::Seq(inner) => inner.len(),
+                    _ => 1,
+                })
+                .sum();
+            let mut out: Vec<Expr> = Vec::with_capacity(opened);
             let push = |out: &mut Vec<Expr>, part: Expr| match (out.last_mut(), part) {
                 (Some(Expr::Bytes(prev)), Expr::Bytes(next)) => prev.extend(next),
                 (_, part) => out.push(part),
@@ -61,7 +69,14 @@ pub(crate) fn fuse_top(expr: &mut Expr) {
             if !items.iter().any(|i| matches!(i, Expr::Choice(_))) && items.len() > 1 {
                 return;
             }
-            let mut out = Vec::with_capacity(items.len());
+            let opened = items
+                .iter()
+                .map(|i| match i {
+                    Expr::Choice(inner) => inner.len(),
+                    _ => 1,
+                })
+                .sum();
+            let mut out = Vec::with_capacity(opened);
             for item in std::mem::take(items) {
                 match item {
                     Expr::Choice(inner) => out.extend(inner),
