@@ -22,7 +22,8 @@
 //!
 //! Each rule is walked once for its shape (a hash without its references, and the
 //! references in order); a rule is walked again only to confirm a merge its shape and
-//! references promise.
+//! references promise. The root is walked only when some rule may read the same (the
+//! kinds at the top of its body are the root's).
 
 use grammask_syntax::analysis::strongly_connected;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
@@ -32,7 +33,26 @@ use std::hash::{Hash, Hasher};
 /// Merges the rules that read the same, and drops the copies.
 pub fn merge_identical_rules(grammar: Grammar) -> Grammar {
     let n = grammar.rules.len();
-    let shapes: Vec<Shape> = grammar.rules.iter().map(Shape::of).collect();
+    let root = grammar.root;
+    // The root, most of a grammar once its callees are inlined, is read only when some
+    // rule may read the same: one whose top is the root's.
+    let root_top = top_hash(&grammar.rules[root.index()]);
+    let mut may_equal_root = false;
+    let mut shapes: Vec<Shape> = grammar
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(r, rule)| {
+            if r == root.index() {
+                return Shape::UNREAD;
+            }
+            may_equal_root |= top_hash(rule) == root_top;
+            Shape::of(rule)
+        })
+        .collect();
+    if may_equal_root {
+        shapes[root.index()] = Shape::of(&grammar.rules[root.index()]);
+    }
     let graph: Vec<Vec<usize>> =
         shapes.iter().map(|s| s.refs.iter().map(|r| r.index()).collect()).collect();
     let mut canon: Vec<RuleId> = (0..n).map(RuleId::new).collect();
@@ -61,7 +81,6 @@ pub fn merge_identical_rules(grammar: Grammar) -> Grammar {
     }
     // The root represents its class, and comes first; the other representatives keep
     // their order.
-    let root = grammar.root;
     let class = canon[root.index()];
     for c in canon.iter_mut().filter(|c| **c == class) {
         *c = root;
@@ -98,6 +117,11 @@ struct Shape {
 }
 
 impl Shape {
+    /// The shape of a rule left unread (no hash, no references): a rule meets it only on
+    /// a hash of 0 and no references, and merges with it only when [`same_rule`] finds
+    /// the two equal.
+    const UNREAD: Shape = Shape { hash: 0, refs: Vec::new() };
+
     fn of(rule: &Rule) -> Shape {
         let mut h = FxHasher::default();
         let mut refs = Vec::new();
@@ -142,6 +166,19 @@ fn shape_of(e: &Expr, h: &mut FxHasher, refs: &mut Vec<RuleId>) {
         | Expr::Tokens(_)
         | Expr::Text(_) => e.hash(h),
     }
+}
+
+/// A hash of what a rule is at its top: the kinds of its body and of the body's items, and
+/// whether it has a lookahead. Rules that read the same have the same.
+fn top_hash(rule: &Rule) -> u64 {
+    let mut h = FxHasher::default();
+    rule.lookahead.is_some().hash(&mut h);
+    std::mem::discriminant(&rule.body).hash(&mut h);
+    if let Expr::Seq(items) | Expr::Choice(items) = &rule.body {
+        items.len().hash(&mut h);
+        items.iter().for_each(|i| std::mem::discriminant(i).hash(&mut h));
+    }
+    h.finish()
 }
 
 /// Whether `a` and `b` read the same, each reference read through `canon`.
