@@ -447,6 +447,22 @@ pub struct GrammarBuilder {
     next_suffix: std::cell::RefCell<HashMap<String, u64>>,
 }
 
+/// Appends the decimal digits of `n` to `out`.
+fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 /// A rule that was referred to but never defined, returned by [`GrammarBuilder::finish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UndefinedRule(pub String);
@@ -506,13 +522,27 @@ impl GrammarBuilder {
         }
         let mut next = self.next_suffix.borrow_mut();
         let first = next.get(prefix).copied().unwrap_or(1);
-        let (i, name) = (first..)
-            .map(|i| (i, format!("{prefix}-{i}")))
-            .find(|(_, n)| !self.by_name.contains_key(n))
-            .unwrap_or_else(|| (first, prefix.to_string()));
+        // `prefix-i` (rules are named by the thousand: no formatting machinery).
+        let mut name = String::with_capacity(prefix.len() + 8);
+        let mut i = first;
+        loop {
+            name.clear();
+            name.push_str(prefix);
+            name.push('-');
+            push_decimal(&mut name, i);
+            if !self.by_name.contains_key(&name) {
+                break;
+            }
+            i += 1;
+        }
         // The name is not declared yet: a caller may not use it, so this suffix is
         // tried again next time.
-        next.insert(prefix.to_string(), i);
+        match next.get_mut(prefix) {
+            Some(suffix) => *suffix = i,
+            None => {
+                next.insert(prefix.to_string(), i);
+            }
+        }
         name
     }
 
@@ -582,6 +612,27 @@ mod tests {
             any::<char>(),
             (0u32..0x80).prop_map(|c| char::from_u32(c).unwrap_or('a')),
         ]
+    }
+
+    /// Fresh names are the prefix, then the prefix and the first free number, past the
+    /// names declared by hand and past ten.
+    #[test]
+    fn fresh_names_number_past_the_taken_ones() {
+        let mut b = GrammarBuilder::new();
+        b.declare("item-2");
+        let names: Vec<String> = (0..12)
+            .map(|_| {
+                let id = b.add_fresh("item", Expr::Empty);
+                b.name(id).to_string()
+            })
+            .collect();
+        let expected = ["item", "item-1", "item-3", "item-4", "item-5", "item-6", "item-7"];
+        assert_eq!(names[..7], expected);
+        assert_eq!(names[11], "item-12");
+        let mut out = String::new();
+        push_decimal(&mut out, 0);
+        push_decimal(&mut out, u64::MAX);
+        assert_eq!(out, format!("0{}", u64::MAX));
     }
 
     #[test]
