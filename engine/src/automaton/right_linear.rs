@@ -88,21 +88,21 @@ impl RightLinear {
             }
             let recursive = component.len() > 1 || adj[component[0]].contains(&component[0]);
             let member = |r: RuleId| component.contains(&r.index());
+            // Every reference but those of `\u` tails (a call of its own from the state
+            // after a backslash) ends the rule, or leaves a recursive component.
             let qualifies = component.iter().all(|&r| {
-                let mut ok = true;
-                let mut refers = false;
-                grammar.rules[r].body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
-                    if calls.tails[callee.index()] {
-                        // A call of its own from the state after a backslash.
-                        return;
-                    }
-                    refers = true;
-                    ok &= if recursive {
-                        tail || !member(callee)
-                    } else {
-                        tail && linear[callee.index()]
-                    };
-                });
+                let refers = adj[r].iter().any(|&c| !calls.tails[c]);
+                let ok = if calls.ends_only[r] {
+                    recursive || adj[r].iter().all(|&c| calls.tails[c] || linear[c])
+                } else if recursive {
+                    let mut ok = true;
+                    grammar.rules[r].body.for_each_rule_ref_at_end(true, &mut |callee, tail| {
+                        ok &= calls.tails[callee.index()] || tail || !member(callee);
+                    });
+                    ok
+                } else {
+                    false
+                };
                 ok && (refers || leaves[r])
             });
             if qualifies {
