@@ -216,7 +216,10 @@ impl Summaries {
         let references = calls.refs.iter().sum();
         let mut sites: Vec<(usize, usize, ByteSet, bool)> = Vec::with_capacity(references);
         for (r, rule) in grammar.rules.iter().enumerate() {
-            s.sites(&rule.body, (ByteSet::default(), true), r, &mut sites);
+            // (A rule that calls nothing has no reference to read.)
+            if !calls.callees[r].is_empty() {
+                s.sites(&rule.body, (ByteSet::default(), true), r, &mut sites);
+            }
         }
         // What follows a reference, then what follows its referrer where the reference
         // may end it: a worklist over those edges.
