@@ -192,9 +192,8 @@ impl Summaries {
                 referrers[callee].push(r);
             }
         }
-        let order: Vec<usize> = calls.components.iter().flatten().copied().collect();
         let mut queued = vec![true; n];
-        let mut work: Vec<usize> = order.into_iter().rev().collect();
+        let mut work: Vec<usize> = calls.components.nodes().iter().rev().copied().collect();
         while let Some(r) = work.pop() {
             queued[r] = false;
             let (first, nullable) = s.start_of(&grammar.rules[r].body);

@@ -280,7 +280,7 @@ fn callees_first(grammar: &Grammar, settled: &[bool]) -> Vec<usize> {
             out
         })
         .collect();
-    strongly_connected(&refs).into_iter().flatten().map(|i| open[i]).collect()
+    strongly_connected(&refs).nodes().iter().map(|&i| open[i]).collect()
 }
 
 /// Rounds of [`least_fixpoint`] over the rules last defined first before they are put in
@@ -372,10 +372,68 @@ fn leading_rules(expr: &Expr, nullable: &[bool], out: &mut Vec<usize>) -> bool {
     }
 }
 
+/// The strongly connected components of a graph, in order, held in one buffer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Components {
+    /// The nodes, component after component.
+    nodes: Vec<usize>,
+    /// Where each component ends in `nodes`.
+    ends: Vec<usize>,
+}
+
+impl Components {
+    /// The components in order, each its nodes.
+    pub fn iter(&self) -> ComponentIter<'_> {
+        ComponentIter { components: self, next: 0 }
+    }
+
+    /// Every node, component after component.
+    pub fn nodes(&self) -> &[usize] {
+        &self.nodes
+    }
+
+    /// How many components there are.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there is no component (an empty graph).
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
+/// The components of a [`Components`] in order.
+pub struct ComponentIter<'a> {
+    components: &'a Components,
+    next: usize,
+}
+
+impl<'a> Iterator for ComponentIter<'a> {
+    type Item = &'a [usize];
+
+    fn next(&mut self) -> Option<&'a [usize]> {
+        let Components { nodes, ends } = self.components;
+        let end = *ends.get(self.next)?;
+        let start = if self.next == 0 { 0 } else { ends[self.next - 1] };
+        self.next += 1;
+        Some(&nodes[start..end])
+    }
+}
+
+impl<'a> IntoIterator for &'a Components {
+    type Item = &'a [usize];
+    type IntoIter = ComponentIter<'a>;
+
+    fn into_iter(self) -> ComponentIter<'a> {
+        self.iter()
+    }
+}
+
 /// Strongly connected components of a graph given as adjacency lists (Tarjan's
 /// algorithm, iterative). A component comes out after every component it reaches
 /// (callees before callers).
-pub fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
+pub fn strongly_connected(adj: &[Vec<usize>]) -> Components {
     let n = adj.len();
     let mut index = vec![NONE; n];
     let mut low = vec![0; n];
@@ -383,7 +441,8 @@ pub fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
     let mut stack = Vec::new();
     let mut calls: Vec<(usize, usize)> = Vec::new();
     let mut next = 0;
-    let mut components = Vec::new();
+    let mut components =
+        Components { nodes: Vec::with_capacity(n), ends: Vec::with_capacity(n) };
     for start in 0..n {
         if index[start] != NONE {
             continue;
@@ -416,15 +475,14 @@ pub fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
                 low[u] = low[u].min(low[v]);
             }
             if low[v] == index[v] {
-                let mut component = Vec::new();
                 while let Some(w) = stack.pop() {
                     on_stack[w] = false;
-                    component.push(w);
+                    components.nodes.push(w);
                     if w == v {
                         break;
                     }
                 }
-                components.push(component);
+                components.ends.push(components.nodes.len());
             }
         }
     }
@@ -438,12 +496,12 @@ pub fn left_recursion_cycles(grammar: &Grammar) -> Vec<Vec<RuleId>> {
     let edges = left_edges(grammar);
     let mut cycles = Vec::new();
     let mut in_component = vec![NONE; edges.len()];
-    for (c, component) in strongly_connected(&edges).into_iter().enumerate() {
+    for (c, component) in strongly_connected(&edges).iter().enumerate() {
         let Some(&start) = component.iter().min() else { continue };
         if component.len() == 1 && !edges[start].contains(&start) {
             continue;
         }
-        for &r in &component {
+        for &r in component {
             in_component[r] = c;
         }
         // Breadth-first search back to `start` inside the component.

@@ -63,6 +63,7 @@
 use super::fuse_sequences::fuse_top;
 use super::outline_unicode_escapes::is_escape_tail;
 use super::PassConfig;
+use grammask_syntax::analysis::Components;
 use grammask_syntax::ir::{Expr, Grammar, Rule, RuleId};
 
 /// Bodies at most this large (weight) are inlined even past the caller's budget and
@@ -214,7 +215,7 @@ pub const STATE_COPY_MAX: usize = 64;
 /// loop in place ([`crate::automaton`]'s right-linear rules), as one automaton from the
 /// string's first character on.
 fn opens_loops(
-    sccs: &[Vec<usize>],
+    sccs: &Components,
     graph: &[Vec<usize>],
     states: &[bool],
     recursive: &[bool],
@@ -238,7 +239,7 @@ pub fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
 }
 
 /// For each node, whether its component is a cycle (several nodes, or a self-loop).
-fn on_cycles(sccs: &[Vec<usize>], graph: &[Vec<usize>]) -> Vec<bool> {
+fn on_cycles(sccs: &Components, graph: &[Vec<usize>]) -> Vec<bool> {
     let mut recursive = vec![false; graph.len()];
     for scc in sccs {
         let on_cycle = scc.len() > 1 || graph[scc[0]].contains(&scc[0]);
@@ -440,7 +441,7 @@ fn substitute(
 /// A grammar's call graph: which rules each body refers to, in components.
 pub(crate) struct CallGraph {
     /// The strongly connected components, callees first.
-    pub(crate) components: Vec<Vec<usize>>,
+    pub(crate) components: Components,
     /// Per rule, the rules its body refers to (sorted, each once).
     pub(crate) callees: Vec<Vec<usize>>,
     /// Per rule, the references to it (bodies and lookaheads, each counted).

@@ -58,7 +58,7 @@ pub fn merge_identical_rules(grammar: Grammar) -> Grammar {
     let mut canon: Vec<RuleId> = (0..n).map(RuleId::new).collect();
     let mut kept: FxHashMap<u64, Vec<RuleId>> = FxHashMap::default();
     let mut merged = false;
-    for r in strongly_connected(&graph).into_iter().flatten() {
+    for &r in strongly_connected(&graph).nodes() {
         let key = shapes[r].key(&canon);
         let bucket = kept.entry(key).or_default();
         let same = |&c: &RuleId| {
