@@ -43,7 +43,7 @@ pub(crate) type ByClass<V> = HashMap<CharClass, V, BuildHasherDefault<SetHasher>
 /// The lowered form of every distinct class of a grammar, for automaton construction.
 #[derive(Debug, Default)]
 pub(crate) struct ClassTable {
-    lowered: ByClass<Arc<Expr>>,
+    lowered: ByClass<Arc<Lowered>>,
     /// The automaton of each distinct free text.
     texts: HashMap<FreeText, TextAutomaton>,
     /// IR nodes of the grammar walked by [`ClassTable::of`] (its [`Grammar::size`]).
@@ -100,7 +100,7 @@ impl ClassTable {
 
     /// The lowered form of `class` (one of the grammar's).
     pub(crate) fn get(&self, class: &CharClass) -> Option<&Expr> {
-        self.lowered.get(class).map(|lowered| &**lowered)
+        self.lowered.get(class).map(|lowered| &lowered.expr)
     }
 
     /// Whether some free text of the grammar has a token budget.
@@ -140,11 +140,20 @@ pub(crate) const SHARED_LOWERINGS_MAX: usize = 4_096;
 static SHARED_LOWERINGS: LazyLock<RwLock<SharedLowerings>> = LazyLock::new(Default::default);
 
 /// The map behind [`SHARED_LOWERINGS`].
-type SharedLowerings = HashMap<CharClass, Arc<Expr>, foldhash::fast::RandomState>;
+type SharedLowerings = HashMap<CharClass, Arc<Lowered>, foldhash::fast::RandomState>;
+
+/// A class's lowered form and its size.
+#[derive(Debug)]
+pub(crate) struct Lowered {
+    /// The class's UTF-8 byte automaton ([`class_to_bytes`]).
+    pub(crate) expr: Expr,
+    /// Its [`Expr::size`], which the passes weigh the class by.
+    pub(crate) size: usize,
+}
 
 /// The lowered form of `class` ([`class_to_bytes`]), from the classes the process's
 /// compiles lowered before.
-pub(crate) fn shared_lowering(class: &CharClass) -> Arc<Expr> {
+pub(crate) fn shared_lowering(class: &CharClass) -> Arc<Lowered> {
     // A lock poisoned by a panicking thread holds whole entries only (an insert is one
     // call): it is read as it is.
     let read = SHARED_LOWERINGS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -152,7 +161,8 @@ pub(crate) fn shared_lowering(class: &CharClass) -> Arc<Expr> {
         return lowered.clone();
     }
     drop(read);
-    let lowered = Arc::new(class_to_bytes(class));
+    let expr = class_to_bytes(class);
+    let lowered = Arc::new(Lowered { size: expr.size(), expr });
     let mut shared = SHARED_LOWERINGS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
     if shared.len() < SHARED_LOWERINGS_MAX {
         shared.entry(class.clone()).or_insert_with(|| lowered.clone());

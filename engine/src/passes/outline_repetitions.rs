@@ -145,7 +145,7 @@ fn outline(
         Expr::Class(_) if !measure => 0,
         Expr::Class(class) => match sizes.get(class) {
             Some(&size) => size,
-            None => *sizes.entry(class.clone()).or_insert(shared_lowering(class).size()),
+            None => *sizes.entry(class.clone()).or_insert(shared_lowering(class).size),
         },
         _ => 1,
     }
