@@ -441,8 +441,7 @@ pub fn strongly_connected(adj: &[Vec<usize>]) -> Components {
     let mut stack = Vec::new();
     let mut calls: Vec<(usize, usize)> = Vec::new();
     let mut next = 0;
-    let mut components =
-        Components { nodes: Vec::with_capacity(n), ends: Vec::with_capacity(n) };
+    let mut components = Components { nodes: Vec::with_capacity(n), ends: Vec::with_capacity(n) };
     for start in 0..n {
         if index[start] != NONE {
             continue;
