@@ -206,11 +206,25 @@ impl Nfa {
             | Edge::Call { to, .. }
             | Edge::Tokens { to, .. } => to as usize,
         };
-        // Predecessors by target: `off[t]..off[t + 1]` in `preds`.
-        let pairs: Vec<(usize, NfaState)> = (0..n as NfaState)
-            .flat_map(|s| self.edges(s).iter().map(move |e| (target(e), s)))
-            .collect();
-        let (off, preds) = super::group_by_key(n, &pairs);
+        // Predecessors by target, `off[t]..off[t + 1]` in `preds`: each target's count
+        // summed into the end of its run, then each run filled from its end down.
+        let mut off = vec![0u32; n + 1];
+        for e in &self.list {
+            off[target(e)] += 1;
+        }
+        let mut sum = 0;
+        for o in off.iter_mut() {
+            sum += *o;
+            *o = sum;
+        }
+        let mut preds = vec![0 as NfaState; self.list.len()];
+        for s in 0..n {
+            for e in &self.list[self.offsets[s] as usize..self.offsets[s + 1] as usize] {
+                let t = target(e);
+                off[t] -= 1;
+                preds[off[t] as usize] = s as NfaState;
+            }
+        }
         let mut live = vec![false; n];
         live[self.accept as usize] = true;
         let mut stack = vec![self.accept];
