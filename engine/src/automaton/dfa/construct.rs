@@ -33,35 +33,45 @@ fn byte_classes(nfa: &Nfa) -> ([u8; 256], usize) {
     (class_of, class + 1)
 }
 
-/// Scratch space of [`epsilon_closure`], reused across calls.
+/// Per NFA state, whether [`epsilon_closure`] has met it, reused across calls (all
+/// `false` between calls).
 struct ClosureScratch {
     seen: Vec<bool>,
-    stack: Vec<NfaState>,
 }
 
-fn epsilon_closure(nfa: &Nfa, set: &mut Vec<NfaState>, scratch: &mut ClosureScratch) {
-    let ClosureScratch { seen, stack } = scratch;
-    stack.clear();
-    stack.extend_from_slice(set);
+/// Replaces `set` (sorted, deduplicated) with the live states of its epsilon closure,
+/// sorted. A state that cannot finish the rule reaches no state that can, so the walk
+/// leaves dead states out as it meets them; `set` itself is its work list.
+fn epsilon_closure(
+    nfa: &Nfa,
+    live: &[bool],
+    set: &mut Vec<NfaState>,
+    scratch: &mut ClosureScratch,
+) {
+    let seen = &mut scratch.seen;
+    set.retain(|&s| live[s as usize]);
+    let given = set.len();
     for &s in set.iter() {
         seen[s as usize] = true;
     }
-    while let Some(s) = stack.pop() {
-        for e in nfa.edges(s) {
+    let mut i = 0;
+    while i < set.len() {
+        for e in nfa.edges(set[i]) {
             if let Edge::Epsilon(t) = *e {
-                if !seen[t as usize] {
+                if !seen[t as usize] && live[t as usize] {
                     seen[t as usize] = true;
                     set.push(t);
-                    stack.push(t);
                 }
             }
         }
+        i += 1;
     }
     for &s in set.iter() {
         seen[s as usize] = false;
     }
-    set.sort_unstable();
-    set.dedup();
+    if set.len() > given {
+        set.sort_unstable();
+    }
 }
 
 /// The NFA state sets of subset construction, interned: every set in one arena, found
@@ -159,8 +169,7 @@ struct Subsets<'a> {
 impl Subsets<'_> {
     /// The DFA state of the closure of `target` (its live states), added when new.
     fn close(&mut self, target: &mut Vec<NfaState>) -> Result<u32, DfaError> {
-        epsilon_closure(self.nfa, target, &mut self.scratch);
-        target.retain(|&s| self.live[s as usize]);
+        epsilon_closure(self.nfa, &self.live, target, &mut self.scratch);
         self.table.intern(target, self.max_states, self.max_work, &mut self.work)
     }
 
@@ -195,7 +204,7 @@ pub(super) fn determinize(
     let mut subsets = Subsets {
         nfa,
         live: nfa.live(),
-        scratch: ClosureScratch { seen: vec![false; nfa.len()], stack: Vec::new() },
+        scratch: ClosureScratch { seen: vec![false; nfa.len()] },
         table: empty(),
         stepped: empty(),
         state: Vec::new(),
@@ -361,6 +370,8 @@ pub(super) fn determinize(
             if target.is_empty() {
                 continue;
             }
+            // Two states may call the same rule into the same state.
+            target.dedup();
             let t = StateId(subsets.resolve(&mut target)?);
             if kind == 0 {
                 call_row.push((RuleId::new(key as usize), t));
