@@ -7,8 +7,7 @@ use crate::deadline::Deadline;
 use crate::ids::{StateId, TokenSetId};
 use grammask_syntax::ir::RuleId;
 use smallvec::SmallVec;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 use super::{Dfa, DfaError, DEAD};
 /// Byte classes of an NFA: bytes no edge distinguishes share a class. Each class is a run
@@ -75,17 +74,41 @@ fn epsilon_closure(
 }
 
 /// The NFA state sets of subset construction, interned: every set in one arena, found
-/// by hash, so building a DFA state allocates nothing of its own. Sets of one state
-/// (most of them: literals, chains of a bounded repetition) are found by that state.
+/// by hash in a table of its own (open addressing), so building a DFA state allocates
+/// nothing of its own. Sets of one state (most of them: literals, chains of a bounded
+/// repetition) are found by that state, unhashed.
 struct SetTable {
     data: Vec<NfaState>,
     spans: Vec<(u32, u32)>,
-    by_hash: HashMap<u64, SmallVec<[u32; 1]>, BuildHasherDefault<SetHasher>>,
+    /// The other sets by hash, probed linearly from the slot the hash's top bits give:
+    /// each slot's hash and set index, `DEAD` for a free slot. At most half full.
+    slots: Vec<(u64, u32)>,
+    /// How many of `slots` hold a set.
+    hashed: usize,
     /// Per NFA state `s`: the index of the set `{s}`, `DEAD` when it is not in the table.
     single: Vec<u32>,
 }
 
+/// Where [`SetTable::find`] would put a set it did not find: its hash and free slot.
+#[derive(Clone, Copy)]
+struct Vacant {
+    hash: u64,
+    slot: usize,
+}
+
 impl SetTable {
+    /// An empty table for the sets of an NFA of `states` states, with room for about
+    /// `sets` sets.
+    fn new(states: usize, sets: usize) -> SetTable {
+        SetTable {
+            data: Vec::with_capacity(2 * sets),
+            spans: Vec::with_capacity(sets),
+            slots: vec![(0, DEAD); (sets / 4).next_power_of_two().max(16)],
+            hashed: 0,
+            single: vec![DEAD; states],
+        }
+    }
+
     fn get(&self, i: usize) -> &[NfaState] {
         let (off, len) = self.spans[i];
         &self.data[off as usize..][..len as usize]
@@ -95,23 +118,63 @@ impl SetTable {
         self.spans.len()
     }
 
-    /// The index of `set` when it is in the table.
-    fn find(&self, hash: u64, set: &[NfaState]) -> Option<u32> {
-        if let &[s] = set {
-            return Some(self.single[s as usize]).filter(|&i| i != DEAD);
-        }
-        self.by_hash.get(&hash)?.iter().copied().find(|&i| self.get(i as usize) == set)
+    /// The slot to probe first for `hash`.
+    #[inline]
+    fn home(&self, hash: u64) -> usize {
+        (hash >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
-    /// Adds `set` (not in the table) under `hash`; returns its index.
-    fn push(&mut self, hash: u64, set: &[NfaState]) -> u32 {
+    /// The index of `set` when it is in the table, else where [`SetTable::push`] puts it.
+    fn find(&mut self, set: &[NfaState]) -> Result<u32, Vacant> {
+        if let &[s] = set {
+            let i = self.single[s as usize];
+            return if i == DEAD { Err(Vacant { hash: 0, slot: usize::MAX }) } else { Ok(i) };
+        }
+        if 2 * (self.hashed + 1) > self.slots.len() {
+            self.grow();
+        }
+        let hash = set_hash(set);
+        let mask = self.slots.len() - 1;
+        let mut slot = self.home(hash);
+        loop {
+            let (h, i) = self.slots[slot];
+            if i == DEAD {
+                return Err(Vacant { hash, slot });
+            }
+            if h == hash && self.get(i as usize) == set {
+                return Ok(i);
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Twice the slots, the sets placed again.
+    fn grow(&mut self) {
+        let doubled = vec![(0, DEAD); 2 * self.slots.len()];
+        let old = std::mem::replace(&mut self.slots, doubled);
+        let mask = self.slots.len() - 1;
+        for (hash, i) in old {
+            if i != DEAD {
+                let mut slot = self.home(hash);
+                while self.slots[slot].1 != DEAD {
+                    slot = (slot + 1) & mask;
+                }
+                self.slots[slot] = (hash, i);
+            }
+        }
+    }
+
+    /// Adds `set`, which [`SetTable::find`] did not find (nothing added since); returns
+    /// its index.
+    fn push(&mut self, set: &[NfaState], vacant: Vacant) -> u32 {
         let i = self.spans.len() as u32;
         self.spans.push((self.data.len() as u32, set.len() as u32));
         self.data.extend_from_slice(set);
         if let &[s] = set {
             self.single[s as usize] = i;
         } else {
-            self.by_hash.entry(hash).or_default().push(i);
+            self.slots[vacant.slot] = (vacant.hash, i);
+            self.hashed += 1;
         }
         i
     }
@@ -125,10 +188,10 @@ impl SetTable {
         max_work: usize,
         work: &mut usize,
     ) -> Result<u32, DfaError> {
-        let hash = set_hash(set);
-        if let Some(i) = self.find(hash, set) {
-            return Ok(i);
-        }
+        let vacant = match self.find(set) {
+            Ok(i) => return Ok(i),
+            Err(vacant) => vacant,
+        };
         if self.spans.len() >= max_states {
             return Err(DfaError::TooManyStates);
         }
@@ -136,7 +199,7 @@ impl SetTable {
         if *work > max_work {
             return Err(DfaError::TooMuchWork);
         }
-        Ok(self.push(hash, set))
+        Ok(self.push(set, vacant))
     }
 }
 
@@ -175,11 +238,11 @@ impl Subsets<'_> {
 
     /// The DFA state of the pre-closure set `target` (sorted, deduplicated).
     fn resolve(&mut self, target: &mut Vec<NfaState>) -> Result<u32, DfaError> {
-        let hash = set_hash(target);
-        if let Some(i) = self.stepped.find(hash, target) {
-            return Ok(self.state[i as usize]);
-        }
-        self.stepped.push(hash, target);
+        let vacant = match self.stepped.find(target) {
+            Ok(i) => return Ok(self.state[i as usize]),
+            Err(vacant) => vacant,
+        };
+        self.stepped.push(target, vacant);
         let t = self.close(target)?;
         self.state.push(t);
         Ok(t)
@@ -193,20 +256,16 @@ pub(super) fn determinize(
     deadline: &Deadline,
 ) -> Result<Dfa, DfaError> {
     let (class_of, n_classes) = byte_classes(nfa);
-    let empty = || SetTable {
-        data: Vec::new(),
-        spans: Vec::new(),
-        by_hash: HashMap::default(),
-        single: vec![DEAD; nfa.len()],
-    };
+    // Subset construction of these grammars yields about one state per NFA state.
+    let expected = nfa.len().min(max_states);
     // Sets keep only live NFA states (the others never reach the end of the rule), so
     // every DFA state but perhaps the start can finish the rule: no trimming after.
     let mut subsets = Subsets {
         nfa,
         live: nfa.live(),
         scratch: ClosureScratch { seen: vec![false; nfa.len()] },
-        table: empty(),
-        stepped: empty(),
+        table: SetTable::new(nfa.len(), expected),
+        stepped: SetTable::new(nfa.len(), expected),
         state: Vec::new(),
         max_states,
         max_work,
@@ -216,8 +275,7 @@ pub(super) fn determinize(
     subsets.close(&mut target)?;
 
     let mut dfa = Dfa::empty(class_of, n_classes);
-    // Subset construction of these grammars yields about one state per NFA state.
-    dfa.reserve(nfa.len().min(max_states));
+    dfa.reserve(expected);
     // The state being expanded: its target per class (`DEAD` outside `written`, the
     // classes written so far).
     let mut row: Vec<u32> = vec![DEAD; n_classes];
