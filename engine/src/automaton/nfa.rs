@@ -147,8 +147,20 @@ impl Nfa {
             built += 1;
             b.build(&p.rules[rule.index()].body, entry, accept, true)?;
         }
-        // Edges grouped by source state, in the order they were added.
-        let (offsets, list) = super::group_by_key(b.states as usize, &b.edges);
+        // Edges grouped by source state, in the order they were added (a counting sort).
+        let mut offsets = vec![0u32; b.states as usize + 1];
+        for &(from, _) in &b.edges {
+            offsets[from as usize + 1] += 1;
+        }
+        for s in 0..b.states as usize {
+            offsets[s + 1] += offsets[s];
+        }
+        let mut fill = offsets.clone();
+        let mut list = vec![Edge::Epsilon(0); b.edges.len()];
+        for &(from, edge) in &b.edges {
+            list[fill[from as usize] as usize] = edge;
+            fill[from as usize] += 1;
+        }
         let mut budget = Vec::new();
         if !b.budgets.is_empty() {
             budget = vec![None; b.states as usize];
@@ -254,7 +266,8 @@ struct BuiltItem<'e> {
 
 struct Builder<'a, 'e> {
     states: u32,
-    edges: Vec<(usize, Edge)>,
+    /// Every edge with its source state, in the order added.
+    edges: Vec<(NfaState, Edge)>,
     max_states: usize,
     token_set: &'a dyn Fn(&grammask_syntax::ir::TokenSet) -> Option<TokenSetId>,
     classes: &'e ClassTable,
@@ -293,7 +306,7 @@ impl<'e> Builder<'_, 'e> {
     }
 
     fn edge(&mut self, from: NfaState, edge: Edge) {
-        self.edges.push((from as usize, edge));
+        self.edges.push((from, edge));
     }
 
     /// Builds `item` into `to` from an entry state of its own, or reuses the entry of an
