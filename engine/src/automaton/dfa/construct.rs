@@ -329,7 +329,7 @@ pub(super) fn determinize(
                     written = (written.0.min(first as usize), written.1.max(last as usize + 1));
                 }
             }
-            push_row(&mut dfa, &mut row, &mut written, accepting, [], []);
+            push_row(&mut dfa, &mut row, &mut written, accepting, &[], &[]);
             i += 1;
             continue;
         }
@@ -437,7 +437,7 @@ pub(super) fn determinize(
                 token_row.push((TokenSetId(key), t));
             }
         }
-        push_row(&mut dfa, &mut row, &mut written, accepting, call_row, token_row);
+        push_row(&mut dfa, &mut row, &mut written, accepting, &call_row, &token_row);
         i += 1;
     }
     Ok(dfa)
@@ -450,9 +450,10 @@ fn push_row(
     row: &mut [u32],
     written: &mut (usize, usize),
     accepting: bool,
-    calls: impl IntoIterator<Item = (RuleId, StateId)>,
-    tokens: impl IntoIterator<Item = (TokenSetId, StateId)>,
+    calls: &[(RuleId, StateId)],
+    tokens: &[(TokenSetId, StateId)],
 ) {
+    let (calls, tokens) = (calls.iter().copied(), tokens.iter().copied());
     let (lo, hi) = *written;
     if lo < hi {
         dfa.push_state(lo, &row[lo..hi], accepting, calls, tokens);
