@@ -97,8 +97,8 @@ struct Vacant {
 }
 
 impl SetTable {
-    /// An empty table for the sets of an NFA of `states` states, with room for about
-    /// `sets` sets.
+    /// An empty table for the sets of an NFA of `states` states (0: a table never asked
+    /// for a set of one state), with room for about `sets` sets.
     fn new(states: usize, sets: usize) -> SetTable {
         SetTable {
             data: Vec::with_capacity(2 * sets),
@@ -221,9 +221,13 @@ struct Subsets<'a> {
     scratch: ClosureScratch,
     /// The DFA states' sets.
     table: SetTable,
-    /// The sets stepped to, and the DFA state each became (`state`, by index).
+    /// The sets of two states or more stepped to, and the DFA state each became
+    /// (`state`, by index).
     stepped: SetTable,
     state: Vec<u32>,
+    /// Per NFA state `s`: the DFA state the set `{s}` stepped to became, `DEAD` before
+    /// it is met.
+    single_state: Vec<u32>,
     max_states: usize,
     max_work: usize,
     work: usize,
@@ -238,6 +242,15 @@ impl Subsets<'_> {
 
     /// The DFA state of the pre-closure set `target` (sorted, deduplicated).
     fn resolve(&mut self, target: &mut Vec<NfaState>) -> Result<u32, DfaError> {
+        if let &[s] = target.as_slice() {
+            let known = self.single_state[s as usize];
+            if known != DEAD {
+                return Ok(known);
+            }
+            let t = self.close(target)?;
+            self.single_state[s as usize] = t;
+            return Ok(t);
+        }
         let vacant = match self.stepped.find(target) {
             Ok(i) => return Ok(self.state[i as usize]),
             Err(vacant) => vacant,
@@ -265,8 +278,9 @@ pub(super) fn determinize(
         live: nfa.live(),
         scratch: ClosureScratch { seen: vec![false; nfa.len()] },
         table: SetTable::new(nfa.len(), expected),
-        stepped: SetTable::new(nfa.len(), expected),
+        stepped: SetTable::new(0, expected),
         state: Vec::new(),
+        single_state: vec![DEAD; nfa.len()],
         max_states,
         max_work,
         work: 0,
