@@ -43,15 +43,8 @@ pub(crate) fn fuse_top(expr: &mut Expr) {
             if unchanged && items.len() > 1 {
                 return;
             }
-            // At most this many items once nested sequences are opened.
-            let opened = items
-                .iter()
-                .map(|i| match i {
-                    Expr::Seq(inner) => inner.len(),
-                    _ => 1,
-                })
-                .sum();
-            let mut out: Vec<Expr> = Vec::with_capacity(opened);
+            let nested = |i: &Expr| if let Expr::Seq(inner) = i { Some(inner.len()) } else { None };
+            let mut out: Vec<Expr> = Vec::with_capacity(opened_len(items, nested));
             let push = |out: &mut Vec<Expr>, part: Expr| match (out.last_mut(), part) {
                 (Some(Expr::Bytes(prev)), Expr::Bytes(next)) => prev.extend(next),
                 (_, part) => out.push(part),
@@ -69,14 +62,9 @@ pub(crate) fn fuse_top(expr: &mut Expr) {
             if !items.iter().any(|i| matches!(i, Expr::Choice(_))) && items.len() > 1 {
                 return;
             }
-            let opened = items
-                .iter()
-                .map(|i| match i {
-                    Expr::Choice(inner) => inner.len(),
-                    _ => 1,
-                })
-                .sum();
-            let mut out = Vec::with_capacity(opened);
+            let nested =
+                |i: &Expr| if let Expr::Choice(inner) = i { Some(inner.len()) } else { None };
+            let mut out = Vec::with_capacity(opened_len(items, nested));
             for item in std::mem::take(items) {
                 match item {
                     Expr::Choice(inner) => out.extend(inner),
@@ -88,6 +76,12 @@ pub(crate) fn fuse_top(expr: &mut Expr) {
         }
         _ => {}
     }
+}
+
+/// How many items `items` come to once the nested nodes of their parent's kind are
+/// opened, `nested` giving the length of such a node (at most that many once fused).
+fn opened_len(items: &[Expr], nested: impl Fn(&Expr) -> Option<usize>) -> usize {
+    items.iter().map(|i| nested(i).unwrap_or(1)).sum()
 }
 
 #[cfg(test)]
