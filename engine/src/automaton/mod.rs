@@ -84,11 +84,11 @@ pub(crate) fn mix(h: u64, x: u64) -> u64 {
 
 /// Values grouped by key, each key's in their order in `items` (a counting sort): the
 /// values of key `k` are `values[offsets[k]..offsets[k + 1]]`. Returns `(offsets, values)`.
-/// Edges by source state, predecessors by target.
-pub(crate) fn group_by_key<T: Copy>(n_keys: usize, items: &[(usize, T)]) -> (Vec<u32>, Vec<T>) {
+/// Keys are state numbers: an NFA's edges by source state, a DFA's edges by target.
+pub(crate) fn group_by_key<T: Copy>(n_keys: usize, items: &[(u32, T)]) -> (Vec<u32>, Vec<T>) {
     let mut offsets = vec![0u32; n_keys + 1];
     for &(k, _) in items {
-        offsets[k + 1] += 1;
+        offsets[k as usize + 1] += 1;
     }
     for i in 0..n_keys {
         offsets[i + 1] += offsets[i];
@@ -96,8 +96,8 @@ pub(crate) fn group_by_key<T: Copy>(n_keys: usize, items: &[(usize, T)]) -> (Vec
     let mut fill = offsets.clone();
     let mut values: Vec<T> = items.iter().map(|&(_, v)| v).collect();
     for &(k, v) in items {
-        values[fill[k] as usize] = v;
-        fill[k] += 1;
+        values[fill[k as usize] as usize] = v;
+        fill[k as usize] += 1;
     }
     (offsets, values)
 }

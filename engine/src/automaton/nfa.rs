@@ -147,20 +147,8 @@ impl Nfa {
             built += 1;
             b.build(&p.rules[rule.index()].body, entry, accept, true)?;
         }
-        // Edges grouped by source state, in the order they were added (a counting sort).
-        let mut offsets = vec![0u32; b.states as usize + 1];
-        for &(from, _) in &b.edges {
-            offsets[from as usize + 1] += 1;
-        }
-        for s in 0..b.states as usize {
-            offsets[s + 1] += offsets[s];
-        }
-        let mut fill = offsets.clone();
-        let mut list = vec![Edge::Epsilon(0); b.edges.len()];
-        for &(from, edge) in &b.edges {
-            list[fill[from as usize] as usize] = edge;
-            fill[from as usize] += 1;
-        }
+        // Edges grouped by source state, in the order they were added.
+        let (offsets, list) = super::group_by_key(b.states as usize, &b.edges);
         let mut budget = Vec::new();
         if !b.budgets.is_empty() {
             budget = vec![None; b.states as usize];

@@ -113,22 +113,22 @@ pub(super) fn refine(
     read.dedup();
     // Incoming edges by target, each `symbol << 32 | source`. Missing transitions (into
     // the sink) are left out: the sink's block is never a splitter (below).
-    let mut edges: Vec<(usize, u64)> = Vec::with_capacity(n * 4);
+    let mut edges: Vec<(u32, u64)> = Vec::with_capacity(n * 4);
     for s in 0..n {
         let edge = |a: usize| (a as u64) << 32 | s as u64;
         let (lo, targets) = dfa.row(s);
         for (a, &t) in targets.iter().enumerate() {
             if t != DEAD {
-                edges.push((t as usize, edge(lo + a)));
+                edges.push((t, edge(lo + a)));
             }
         }
         for &(rule, t) in dfa.calls(StateId::new(s)) {
             let a = nc + called.partition_point(|&r| r < rule);
-            edges.push((t.index(), edge(a)));
+            edges.push((t.0, edge(a)));
         }
         for &(set, t) in dfa.token_edges(StateId::new(s)) {
             let a = nc + called.len() + read.partition_point(|&r| r < set);
-            edges.push((t.index(), edge(a)));
+            edges.push((t.0, edge(a)));
         }
     }
     let (off, inv) = crate::automaton::group_by_key(n, &edges);
