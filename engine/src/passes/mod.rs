@@ -3,6 +3,7 @@
 //! pipeline and its order.
 
 mod eliminate_left_recursion;
+mod factor_prefixes;
 mod fuse_sequences;
 mod inline_rules;
 mod lower_char_classes;
@@ -12,6 +13,7 @@ mod outline_unicode_escapes;
 mod remove_dead_rules;
 
 pub use eliminate_left_recursion::eliminate_left_recursion;
+pub use factor_prefixes::factor_prefixes;
 pub use fuse_sequences::fuse_sequences;
 pub use inline_rules::{
     inline_rules, is_chunk_of_calls, is_counted_run, is_escape, is_spliced, recursive_rules,
@@ -101,6 +103,9 @@ impl Default for PassConfig {
 ///    node a body lands in is fused again, so the result stays fused without a walk over
 ///    the copies.
 /// 4. [`remove_dead_rules`] again: rules inlined everywhere disappear.
+/// 4b. [`factor_prefixes`]: alternatives of a choice that are byte strings sharing a first
+///    byte read their common prefix once (a choice of many names becomes a trie), after
+///    inlining put the bodies together.
 /// 5. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
 /// 6. [`outline_unicode_escapes`]: what follows `\u` in the escapes of JSON string
@@ -140,6 +145,7 @@ pub(crate) fn run_noting(
     let grammar = inline_rules(grammar, config);
     deadline.check("rule inlining")?;
     let grammar = remove_dead_rules(grammar);
+    let grammar = factor_prefixes(grammar);
     let grammar = outline_repetitions(grammar);
     let grammar = outline_unicode_escapes(grammar);
     deadline.check("repetition outlining")?;
