@@ -106,9 +106,12 @@ impl Nfa {
     /// their place: alone where the reference is alone, its items among the items of a
     /// sequence holding it. With
     /// `in_place`, a reference that ends the rule, to a linear rule, moves into that
-    /// rule's body (built once, ending where the rule ends).
+    /// rule's body (built once, ending where the rule ends). `nodes`: the IR nodes of
+    /// `body` ([`ClassTable::rule_nodes`]; 0 when not known), which sizes the builder's
+    /// tables, so that a large rule's do not grow by doubling.
     pub(crate) fn build<'e>(
         body: &'e Expr,
+        nodes: usize,
         classes: &'e ClassTable,
         spliced: Splices<'e>,
         in_place: Option<InPlace<'e>>,
@@ -132,6 +135,7 @@ impl Nfa {
             texts: 0,
             representatives: HashMap::default(),
         };
+        b.reserve(nodes);
         let start = b.state()?;
         let accept = b.state()?;
         b.accept = accept;
@@ -145,6 +149,7 @@ impl Nfa {
         let mut built = 1;
         while let (Some(p), Some(&(rule, entry))) = (in_place, b.members.get(built)) {
             built += 1;
+            b.reserve(classes.rule_nodes(rule));
             b.build(&p.rules[rule.index()].body, entry, accept, true)?;
         }
         // Edges grouped by source state, in the order they were added.
@@ -240,6 +245,10 @@ impl Nfa {
     }
 }
 
+/// Bodies of at least this many IR nodes have the builder's tables sized for them first
+/// ([`Builder::reserve`]).
+const RESERVED_FROM: usize = 256;
+
 /// Where an item was built: its structural hash and target state.
 type BuiltKey = (u64, NfaState);
 
@@ -285,6 +294,18 @@ struct Builder<'a, 'e> {
 }
 
 impl<'e> Builder<'_, 'e> {
+    /// Makes room for what building a body of `nodes` IR nodes adds, at about the rates
+    /// MaskBench's rules show: an edge per node, a structural hash per two, a shared item
+    /// per two. Small bodies start small (what most rules are, and what a compile of a
+    /// small schema would otherwise allocate for nothing).
+    fn reserve(&mut self, nodes: usize) {
+        if nodes >= RESERVED_FROM {
+            self.edges.reserve(nodes);
+            self.keys.reserve(nodes / 2);
+            self.built.reserve(nodes / 2);
+        }
+    }
+
     fn state(&mut self) -> Result<NfaState, NfaError> {
         if self.states as usize >= self.max_states {
             return Err(NfaError::TooManyStates(self.max_states));
@@ -644,8 +665,10 @@ mod tests {
     }
 
     fn build(e: &Expr) -> Nfa {
-        Nfa::build(e, &ClassTable::default(), Splices::NONE, None, 1_000, &|_| Some(TokenSetId(0)))
-            .unwrap()
+        Nfa::build(e, 0, &ClassTable::default(), Splices::NONE, None, 1_000, &|_| {
+            Some(TokenSetId(0))
+        })
+        .unwrap()
     }
 
     /// Whether the NFA spells `text` (bytes and epsilons only).

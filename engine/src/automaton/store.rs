@@ -251,12 +251,20 @@ impl Automata {
         });
         let token_set = |set: &TokenSet| recipe.token_index.get(set).copied();
         let body = &grammar.rules[r].body;
-        let nfa =
-            Nfa::build(body, &recipe.classes, splices, in_place, recipe.max_states, &token_set)
-                .map_err(|e| match e {
-                    NfaError::TooManyStates(max) => BuildError::NfaStates(max),
-                    NfaError::Unlowered(what) => BuildError::Unlowered(what),
-                })?;
+        let nodes = recipe.classes.rule_nodes(rule);
+        let nfa = Nfa::build(
+            body,
+            nodes,
+            &recipe.classes,
+            splices,
+            in_place,
+            recipe.max_states,
+            &token_set,
+        )
+        .map_err(|e| match e {
+            NfaError::TooManyStates(max) => BuildError::NfaStates(max),
+            NfaError::Unlowered(what) => BuildError::Unlowered(what),
+        })?;
         let budget = recipe.max_states.saturating_sub(self.states());
         let matching = Deadline::new(recipe.max_time);
         let (deadline, work) = match when {

@@ -14,7 +14,7 @@
 
 use crate::automaton::SetHasher;
 use crate::ids::TokenSetId;
-use grammask_syntax::ir::{CharClass, Expr, FreeText, Grammar, TokenSet};
+use grammask_syntax::ir::{CharClass, Expr, FreeText, Grammar, RuleId, TokenSet};
 use grammask_syntax::text::TextAutomaton;
 use regex_syntax::utf8::Utf8Sequences;
 use std::collections::HashMap;
@@ -48,6 +48,8 @@ pub(crate) struct ClassTable {
     texts: HashMap<FreeText, TextAutomaton>,
     /// IR nodes of the grammar walked by [`ClassTable::of`] (its [`Grammar::size`]).
     pub(crate) nodes: usize,
+    /// Per rule: the IR nodes of its body ([`ClassTable::rule_nodes`]).
+    body_nodes: Vec<u32>,
     /// The distinct token sets met on the way, in the order first met, and the id of each
     /// (its index there): [`ClassTable::token_sets`].
     tokens: (Vec<TokenSet>, HashMap<TokenSet, TokenSetId>),
@@ -58,8 +60,11 @@ impl ClassTable {
     /// its token sets on the way (the one walk over the grammar automata are built from).
     pub(crate) fn of(grammar: &Grammar) -> ClassTable {
         let mut table = ClassTable::default();
+        table.body_nodes.reserve(grammar.rules.len());
         for rule in &grammar.rules {
+            let before = table.nodes;
             table.add(&rule.body);
+            table.body_nodes.push(u32::try_from(table.nodes - before).unwrap_or(u32::MAX));
             if let Some(la) = &rule.lookahead {
                 table.add(la);
             }
@@ -90,6 +95,12 @@ impl ClassTable {
             }
             _ => {}
         }
+    }
+
+    /// The IR nodes of `rule`'s body, counted on the way (0 for a table not built by
+    /// [`ClassTable::of`]).
+    pub(crate) fn rule_nodes(&self, rule: RuleId) -> usize {
+        self.body_nodes.get(rule.index()).map_or(0, |&n| n as usize)
     }
 
     /// The grammar's distinct token sets in the order first met (bodies and lookaheads,
