@@ -103,14 +103,14 @@ impl Default for PassConfig {
 ///    node a body lands in is fused again, so the result stays fused without a walk over
 ///    the copies.
 /// 4. [`remove_dead_rules`] again: rules inlined everywhere disappear.
-/// 4b. [`factor_prefixes`]: alternatives of a choice that are byte strings sharing a first
+/// 5. [`factor_prefixes`]: alternatives of a choice that are byte strings sharing a first
 ///    byte read their common prefix once (a choice of many names becomes a trie), after
 ///    inlining put the bodies together.
-/// 5. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
+/// 6. [`outline_repetitions`]: large bodies repeated many times (`maxItems`,
 ///    `{0,1000}`) move into rules of their own, so automata stay linear in the bound.
-/// 6. [`outline_unicode_escapes`]: what follows `\u` in the escapes of JSON string
+/// 7. [`outline_unicode_escapes`]: what follows `\u` in the escapes of JSON string
 ///    characters copied many times in one rule becomes a call.
-/// 7. [`merge_identical_rules`]: rules that read the same (the chunks of every long
+/// 8. [`merge_identical_rules`]: rules that read the same (the chunks of every long
 ///    string with the same characters, a definition written out twice) become one, so
 ///    its automaton and mask entries serve every caller.
 ///
