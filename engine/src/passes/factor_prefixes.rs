@@ -84,10 +84,10 @@ fn factor_choice(expr: &mut Expr) {
     if !shares_a_first_byte(items) {
         return;
     }
-    // Per alternative: the group it heads (the index of its first byte's group), if any.
+    // The groups by first byte, each in the place of its first alternative among the
+    // alternatives without a leading byte string, which keep theirs.
     let mut group_of_byte = [usize::MAX; 256];
     let mut groups: Vec<Vec<Expr>> = Vec::new();
-    // The output in order: an alternative without a lead, or a group by index.
     let mut order: Vec<Result<Expr, usize>> = Vec::with_capacity(items.len());
     for item in std::mem::take(items) {
         let Some(&first) = lead(&item).and_then(|b| b.first()) else {
@@ -102,21 +102,18 @@ fn factor_choice(expr: &mut Expr) {
         }
         groups[*g].push(item);
     }
-    let mut groups: Vec<Option<Vec<Expr>>> = groups.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(order.len());
     for entry in order {
-        let group = match entry {
-            Ok(item) => {
-                out.push(item);
-                continue;
+        match entry {
+            Ok(item) => out.push(item),
+            Err(g) => {
+                let mut group = std::mem::take(&mut groups[g]);
+                match group.len() {
+                    1 => out.append(&mut group),
+                    _ => out.push(factor_group(group)),
+                }
             }
-            Err(g) => groups[g].take().unwrap_or_default(),
-        };
-        if group.len() == 1 {
-            out.extend(group);
-            continue;
         }
-        out.push(factor_group(group));
     }
     *expr = Expr::choice(out);
 }
