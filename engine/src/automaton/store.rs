@@ -77,8 +77,10 @@ pub(crate) struct Recipe {
 /// The automata of a grammar's rules, each built on first use.
 #[derive(Debug)]
 pub(crate) struct Automata {
-    /// Per rule: its automaton or why it could not be built, once built.
-    cells: Vec<OnceLock<Result<Dfa, BuildError>>>,
+    /// Per rule: its automaton or why it could not be built, once built. Boxed: most
+    /// rules are never built (inlined, spliced, or not reached), and a cell then holds a
+    /// pointer, not a whole [`Dfa`] (hundreds of bytes) that every compile would write.
+    cells: Vec<OnceLock<Result<Box<Dfa>, BuildError>>>,
     /// How to build a rule; `None` when every automaton was given (a loaded grammar).
     recipe: Option<Recipe>,
     /// States of the automata built so far.
@@ -126,7 +128,7 @@ impl Automata {
         }
         let bytes = automata.iter().map(Dfa::memory).sum();
         Automata {
-            cells: automata.into_iter().map(|dfa| OnceLock::from(Ok(dfa))).collect(),
+            cells: automata.into_iter().map(|dfa| OnceLock::from(Ok(Box::new(dfa)))).collect(),
             recipe: None,
             states: AtomicUsize::new(states),
             bytes: AtomicUsize::new(bytes),
@@ -146,7 +148,7 @@ impl Automata {
 
     /// The automaton of `rule` if it is built.
     pub(crate) fn get(&self, rule: RuleId) -> Option<&Dfa> {
-        self.cells[rule.index()].get()?.as_ref().ok()
+        self.cells[rule.index()].get()?.as_deref().ok()
     }
 
     /// The automaton of `rule`, a rule some stack stands in (built when it was entered).
@@ -154,7 +156,7 @@ impl Automata {
     pub(crate) fn dfa(&self, grammar: &Grammar, rule: RuleId) -> &Dfa {
         match self.cells[rule.index()].get() {
             Some(Ok(dfa)) => dfa,
-            _ => self.build(grammar, rule, When::Matching).as_ref().unwrap_or(&UNREACHED),
+            _ => self.build(grammar, rule, When::Matching).as_deref().unwrap_or(&UNREACHED),
         }
     }
 
@@ -164,7 +166,7 @@ impl Automata {
     pub(crate) fn enter(&self, grammar: &Grammar, rule: RuleId) -> Result<&Dfa, MatchError> {
         match self.cells[rule.index()].get() {
             Some(Ok(dfa)) => Ok(dfa),
-            _ => self.build(grammar, rule, When::Matching).as_ref().map_err(|e| {
+            _ => self.build(grammar, rule, When::Matching).as_deref().map_err(|e| {
                 let (name, message) = self.describe(grammar, rule, e);
                 MatchError::Limit { name, message }
             }),
@@ -178,7 +180,7 @@ impl Automata {
         rule: RuleId,
         deadline: &Deadline,
     ) -> Result<&Dfa, BuildError> {
-        self.build(grammar, rule, When::Compiling(deadline)).as_ref().map_err(Clone::clone)
+        self.build(grammar, rule, When::Compiling(deadline)).as_deref().map_err(Clone::clone)
     }
 
     /// Builds every rule some automaton calls, from the root on (the others keep the
@@ -223,12 +225,12 @@ impl Automata {
     }
 
     /// The cell of `rule`, filled now if empty.
-    fn build(&self, grammar: &Grammar, rule: RuleId, when: When) -> &Result<Dfa, BuildError> {
+    fn build(&self, grammar: &Grammar, rule: RuleId, when: When) -> &Result<Box<Dfa>, BuildError> {
         self.cells[rule.index()].get_or_init(|| {
             let dfa = counters::timed(Work::Construction, || self.construct(grammar, rule, when))?;
             self.states.fetch_add(dfa.len(), Ordering::AcqRel);
             self.bytes.fetch_add(dfa.memory(), Ordering::AcqRel);
-            Ok(dfa)
+            Ok(Box::new(dfa))
         })
     }
 
@@ -336,5 +338,20 @@ impl Automata {
                 (states, format!("rule `{name}` still holds a {what} after the passes"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rule never built (inlined, spliced, not reached) costs its grammar a cell the
+    /// size of a pointer and a state, not a whole automaton: most rules of a schema's
+    /// grammar are never built, and every compile writes every cell.
+    #[test]
+    fn an_unbuilt_rule_holds_no_automaton() {
+        let cell = std::mem::size_of::<OnceLock<Result<Box<Dfa>, BuildError>>>();
+        assert!(cell <= 32, "{cell} bytes");
+        assert!(std::mem::size_of::<Dfa>() > 8 * cell, "{} bytes", std::mem::size_of::<Dfa>());
     }
 }

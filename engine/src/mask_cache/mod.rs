@@ -78,8 +78,9 @@ type ParentKey = [Option<Position>; 3];
 #[derive(Debug)]
 pub(crate) struct MaskCache {
     /// Per rule: its positions' slots and analyses, made when the cache first reads one
-    /// of its positions (its automaton is built by then).
-    rules: Vec<OnceLock<RuleSlots>>,
+    /// of its positions (its automaton is built by then). Boxed: most rules are never
+    /// read, and an empty cell is then a pointer, not a whole [`RuleSlots`].
+    rules: Vec<OnceLock<Box<RuleSlots>>>,
     /// Per rule: nullable, first and follow bytes ([`crate::follow`]).
     summaries: Summaries,
     /// The vocabulary's slices, fetched when a classification first needs them.
@@ -210,7 +211,7 @@ impl MaskCache {
             let dfa = grammar.automata.dfa(&grammar.grammar, rule);
             let slots = RuleSlots::new(&grammar.grammar, rule.index(), dfa, &self.summaries);
             self.fixed.fetch_add(slots.memory(), Ordering::AcqRel);
-            slots
+            Box::new(slots)
         })
     }
 
@@ -584,5 +585,19 @@ impl MaskCache {
                 MaskEntry::Stored(_) => Ok(()),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rule the cache never reads costs it a cell the size of a pointer and a state,
+    /// not a whole [`RuleSlots`].
+    #[test]
+    fn an_unread_rule_holds_no_slots() {
+        let cell = std::mem::size_of::<OnceLock<Box<RuleSlots>>>();
+        assert!(cell <= 16, "{cell} bytes");
+        assert!(std::mem::size_of::<RuleSlots>() > 8 * cell);
     }
 }
