@@ -61,21 +61,6 @@ fn shares_a_first_byte(items: &[Expr]) -> bool {
     false
 }
 
-/// Byte string `item` without its first `len` bytes.
-fn strip(item: Expr, len: usize) -> Expr {
-    match item {
-        Expr::Bytes(mut b) => {
-            b.drain(..len);
-            if b.is_empty() {
-                Expr::Empty
-            } else {
-                Expr::Bytes(b)
-            }
-        }
-        other => other,
-    }
-}
-
 /// Factors the choice `expr` (whose alternatives are factored): the alternatives sharing
 /// a first byte become their longest common prefix followed by the choice of their rests,
 /// factored in turn, in the place of the first of them.
@@ -84,23 +69,26 @@ fn factor_choice(expr: &mut Expr) {
     if !shares_a_first_byte(items) {
         return;
     }
-    // The groups by first byte, each in the place of its first alternative among the
-    // alternatives without a leading byte string, which keep theirs.
+    // The byte strings grouped by first byte, each group in the place of its first
+    // string among the other alternatives, which keep theirs.
     let mut group_of_byte = [usize::MAX; 256];
-    let mut groups: Vec<Vec<Expr>> = Vec::new();
+    let mut groups: Vec<Vec<Vec<u8>>> = Vec::new();
     let mut order: Vec<Result<Expr, usize>> = Vec::with_capacity(items.len());
     for item in std::mem::take(items) {
-        let Some(&first) = lead(&item).and_then(|b| b.first()) else {
-            order.push(Ok(item));
-            continue;
+        let bytes = match item {
+            Expr::Bytes(b) if !b.is_empty() => b,
+            other => {
+                order.push(Ok(other));
+                continue;
+            }
         };
-        let g = &mut group_of_byte[usize::from(first)];
+        let g = &mut group_of_byte[usize::from(bytes[0])];
         if *g == usize::MAX {
             *g = groups.len();
             groups.push(Vec::new());
             order.push(Err(*g));
         }
-        groups[*g].push(item);
+        groups[*g].push(bytes);
     }
     let mut out = Vec::with_capacity(order.len());
     for entry in order {
@@ -108,10 +96,10 @@ fn factor_choice(expr: &mut Expr) {
             Ok(item) => out.push(item),
             Err(g) => {
                 let mut group = std::mem::take(&mut groups[g]);
-                match group.len() {
-                    1 => out.append(&mut group),
-                    _ => out.push(factor_group(group)),
-                }
+                out.push(match group.len() {
+                    1 => Expr::Bytes(group.swap_remove(0)),
+                    _ => factor_group(group),
+                });
             }
         }
     }
@@ -120,26 +108,22 @@ fn factor_choice(expr: &mut Expr) {
 
 /// Byte strings that all start with the same byte, as their longest common prefix and
 /// the choice of their rests.
-fn factor_group(group: Vec<Expr>) -> Expr {
-    let prefix: Vec<u8> = {
-        let leads: Vec<&[u8]> = group.iter().filter_map(lead).collect();
-        let first = leads[0];
-        let len = leads[1..].iter().fold(first.len(), |len, b| {
-            len.min(first.iter().zip(b.iter()).take_while(|(x, y)| x == y).count())
-        });
-        first[..len].to_vec()
-    };
+fn factor_group(group: Vec<Vec<u8>>) -> Expr {
+    let first = &group[0];
+    let len = group[1..].iter().fold(first.len(), |len, b| {
+        len.min(first.iter().zip(b).take_while(|(x, y)| x == y).count())
+    });
+    let prefix = first[..len].to_vec();
     let mut rests: Vec<Expr> = Vec::with_capacity(group.len());
     let mut empty = false;
-    for item in group {
-        match strip(item, prefix.len()) {
+    for mut bytes in group {
+        bytes.drain(..len);
+        if !bytes.is_empty() {
+            rests.push(Expr::Bytes(bytes));
+        } else if !empty {
             // One empty rest says the prefix alone is an alternative.
-            Expr::Empty if empty => {}
-            Expr::Empty => {
-                empty = true;
-                rests.push(Expr::Empty);
-            }
-            rest => rests.push(rest),
+            empty = true;
+            rests.push(Expr::Empty);
         }
     }
     // The rests differ in their first byte or are empty, but may share their next.
