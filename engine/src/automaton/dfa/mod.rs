@@ -47,6 +47,10 @@ struct Row {
     len: u16,
 }
 
+/// Byte-class targets per state that [`Dfa::reserve`] makes room for: rows are trimmed of
+/// dead classes at both ends, and a state inside a string spans nearly every class.
+const TARGETS_PER_STATE: usize = 12;
+
 /// A deterministic automaton for one rule.
 #[derive(Clone, Debug)]
 pub struct Dfa {
@@ -174,10 +178,11 @@ impl Dfa {
         self.push_state(lo, &row[lo..hi], accepting, calls, tokens);
     }
 
-    /// Reserves room for about `states` more states.
+    /// Reserves room for about `states` more states, with as many targets per state as
+    /// subset construction's states over JSON grammars hold on average.
     fn reserve(&mut self, states: usize) {
         self.rows.reserve(states);
-        self.targets.reserve(states * 2);
+        self.targets.reserve(states * TARGETS_PER_STATE);
         self.accepting.reserve(states);
         self.call_at.reserve(states);
         self.token_at.reserve(states);
