@@ -29,11 +29,8 @@ const MAX_COPIED_MEMBER: usize = 48;
 /// Optional listed members of one object from which their values may become rules of
 /// their own (`Converter::optional_value`).
 const MANY_OPTIONAL_MEMBERS: usize = 16;
-/// Optional listed members of one object from which the values several of them write
-/// alike become one rule (`Converter::share_equal_values`).
-const SHARED_VALUE_MEMBERS: usize = 4;
-/// Largest value written alike by several optional listed members of an object of many
-/// that stays in each of them (its [`Expr::weight`]; `Converter::share_equal_values`).
+/// Largest value written alike by several optional listed members of an object that
+/// stays in each of them (its [`Expr::weight`]; `Converter::share_equal_values`).
 const MIN_SHARED_OPTIONAL_VALUE: usize = 16;
 /// Largest value of an optional listed member of an object of many (its
 /// [`Expr::weight`]: IR nodes, a bounded repetition's copies counted) written in the

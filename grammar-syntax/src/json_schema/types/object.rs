@@ -387,9 +387,7 @@ impl<'a> Converter<'a> {
             }
             listed.push((required, key, value));
         }
-        if optional >= SHARED_VALUE_MEMBERS {
-            self.share_equal_values(&mut listed);
-        }
+        self.share_equal_values(&mut listed);
         members.extend(listed.into_iter().map(|(required, k, v)| (required, member_of((k, v)))));
         ranked.sort_unstable();
         let required_order: Vec<usize> = ranked.into_iter().map(|(_, i)| i).collect();
@@ -549,22 +547,30 @@ impl<'a> Converter<'a> {
         self.rarely_reached_rule("value", value)
     }
 
-    /// The values that several optional members of an object of some
-    /// ([`SHARED_VALUE_MEMBERS`]) write alike (one object type under several keys), past
-    /// [`MIN_SHARED_OPTIONAL_VALUE`] in weight: one rule, listed as rarely reached
+    /// The values that two or more optional members of an object write alike (one object
+    /// type under several keys, two lists of ids), past [`MIN_SHARED_OPTIONAL_VALUE`] in
+    /// weight: one rule, listed as rarely reached
     /// ([`crate::json_schema::Converted::rarely_reached`]). Such a value's weight says
     /// little when it refers to definitions, which compilers copy in; inline, every
     /// member's automaton would hold a copy, all built in the step that enters the
     /// object's members. As one call it is built once, when first written.
     fn share_equal_values(&mut self, listed: &mut [(bool, Expr, Expr)]) {
-        let shareable =
-            |v: &Expr| !matches!(v, Expr::Rule(_)) && v.weight() > MIN_SHARED_OPTIONAL_VALUE;
+        let candidate = |m: &(bool, Expr, Expr)| !m.0 && !matches!(m.2, Expr::Rule(_));
+        if listed.iter().filter(|m| candidate(m)).count() < 2 {
+            return;
+        }
+        // Equal values first, then the weight of those met twice: most objects have none,
+        // and a value is walked once.
         let mut counts: rustc_hash::FxHashMap<&Expr, usize> = Default::default();
-        for (_, _, value) in listed.iter().filter(|m| !m.0 && shareable(&m.2)) {
-            *counts.entry(value).or_default() += 1;
+        for m in listed.iter().filter(|m| candidate(m)) {
+            *counts.entry(&m.2).or_default() += 1;
+        }
+        counts.retain(|value, n| *n >= 2 && value.weight() > MIN_SHARED_OPTIONAL_VALUE);
+        if counts.is_empty() {
+            return;
         }
         let shared: Vec<bool> =
-            listed.iter().map(|m| !m.0 && counts.get(&m.2).is_some_and(|&n| n >= 2)).collect();
+            listed.iter().map(|m| candidate(m) && counts.contains_key(&m.2)).collect();
         // In the members' order, so that the rules are numbered alike in every run; equal
         // values meet the one rule made from the first.
         for (m, shared) in listed.iter_mut().zip(shared) {
