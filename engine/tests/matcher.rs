@@ -1157,17 +1157,32 @@ fn sliced_at_a_patterns_start(
     allowed: &[&str],
     refused: &[&str],
 ) -> u64 {
-    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
     let schema = format!(
         r#"{{"type": "object", "properties": {{"p": {{"type": "string", "pattern": {}}}}},
         "required": ["p"], "additionalProperties": false}}"#,
         serde_json::Value::String(pattern.into())
     );
-    let grammars = cached_and_plain(&v, &schema_grammar(&schema));
+    sliced_after(texts, &schema, "{\"p\":\"", seed, allowed, refused)
+}
+
+/// After `prefix` in a document of `schema`, over a vocabulary of `texts`: checks that
+/// the mask holds every token of `allowed` and none of `refused`, and gives how many
+/// tokens the slices took (the masks of random walks checked against the plain walk's
+/// on the way).
+fn sliced_after(
+    texts: &[&str],
+    schema: &str,
+    prefix: &str,
+    seed: u64,
+    allowed: &[&str],
+    refused: &[&str],
+) -> u64 {
+    let v = with_stop_token(texts.iter().map(|t| t.as_bytes().to_vec()).collect());
+    let grammars = cached_and_plain(&v, &schema_grammar(schema));
     let text =
         |id: u32| String::from_utf8_lossy(v.token_bytes(id).unwrap_or_default()).into_owned();
     let mut m = Matcher::new(grammars[0].clone());
-    m.accept_string("{\"p\":\"").unwrap();
+    m.accept_string(prefix).unwrap();
     let before = counters::snapshot();
     let mask: Vec<String> = mask_of(&m).into_iter().map(text).collect();
     let sliced = counters::snapshot().since(&before).get(Path::Slices);
@@ -1228,6 +1243,47 @@ fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
     let refused = ["\"", "\"}", "\u{2028}", "\u{2028}a", "\u{2029}b", "\\n", "\\u2028"];
     let sliced =
         sliced_at_a_patterns_start(&texts, "^.+", 0x2028_2029_0A0D_5EED, &allowed, &refused);
+    assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
+}
+
+/// The keys of `patternProperties` `^.+` beside free keys: a key's first character is
+/// ECMAScript's `.` (no U+2028 or U+2029), while a key starting with one of those, or
+/// the empty key, matches no pattern and is a free key, read by the caller's complement.
+/// Where the key's rule may end before such a character, the characters sharing its
+/// first byte divert: their tokens are walked, and every other token of string
+/// characters is taken by the slices. The masks are the plain walk's.
+#[test]
+fn a_key_pattern_beside_free_keys_takes_the_slices() {
+    let texts = [
+        "{",
+        "}",
+        "{\"",
+        "\":",
+        "\"",
+        ",",
+        ":",
+        "1",
+        "A",
+        "Apple",
+        "Apple Watch",
+        "abcdefghijkl",
+        "é",
+        "日本",
+        "\u{2028}",
+        "a\u{2028}",
+        "\u{2028}a",
+        "\u{201c}quoted\u{201d}",
+        "x\u{2026}",
+        "\\",
+        "\\n",
+        "a\\n",
+    ];
+    let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && !holds_e2(t)).count() as u64;
+    // U+2028 first: a free key. The empty key too.
+    let allowed =
+        ["Apple Watch", "日本", "a\u{2028}", "\u{2028}", "\u{2028}a", "x\u{2026}", "\"", "\":"];
+    let schema = r#"{"type": "object", "patternProperties": {"^.+": {"type": "number"}}}"#;
+    let sliced = sliced_after(&texts, schema, "{\"", 0x4B45_5953_2028_0001, &allowed, &[]);
     assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
 }
 

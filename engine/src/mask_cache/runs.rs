@@ -242,6 +242,11 @@ fn is_open(exits: &RuleExits, state: StateId) -> bool {
     exits.any_of(state, &SAFE_BYTES)
 }
 
+/// Whether `b` may be a byte of a safe character.
+fn safe_byte(b: u8) -> bool {
+    SAFE_BYTES.contains(b)
+}
+
 /// One character read from a set of states.
 struct CharStep {
     /// The states after one safe character, when every state of the set reads every safe
@@ -586,9 +591,6 @@ pub(crate) fn diverted(
                 }
             }
         }
-        if closure.iter().any(|&s| is_open(exits, s)) {
-            return None;
-        }
         let read = closure.iter().fold(0, |m, &s| m | reads(s));
         let diverting = read & !kept;
         let leads = if non_ascii_diverts {
@@ -597,6 +599,23 @@ pub(crate) fn diverted(
         } else {
             walked
         };
+        // Where the matcher could leave the automaton before a safe character (a key
+        // pattern's first character, beside a complement in the caller that reads
+        // U+2028), every such character must divert, so that its tokens are walked.
+        let walks = |b: u8| {
+            if b.is_ascii() {
+                diverting >> b & 1 != 0
+            } else {
+                leads.contains(b)
+            }
+        };
+        let leaves_unwalked = |s: StateId| {
+            is_open(exits, s)
+                && (0..=u8::MAX).any(|b| exits.contains(s, b) && safe_byte(b) && !walks(b))
+        };
+        if closure.iter().any(|&s| leaves_unwalked(s)) {
+            return None;
+        }
         // A split that keeps fewer characters than divert walks more than it takes.
         let worth = kept.count_ones() >= diverting.count_ones().max(1);
         return (worth && diverting.count_ones() <= MAX_DIVERTING).then(|| Diverted {
