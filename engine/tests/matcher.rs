@@ -1201,6 +1201,37 @@ fn holds_e2(t: &str) -> bool {
     t.bytes().any(|b| b == 0xE2)
 }
 
+/// Texts of string characters around U+2028 and U+2029 (and characters sharing their first
+/// byte), of escapes, and of JSON around strings.
+const AROUND_LINE_TERMINATORS: [&str; 26] = [
+    "{",
+    "}",
+    "{\"",
+    "\":\"",
+    "\"",
+    "\"}",
+    ",",
+    ":",
+    "1",
+    "A",
+    "Apple",
+    "Apple Watch",
+    "abcdefghijkl",
+    "é",
+    "日本",
+    "\u{2028}",
+    "a\u{2028}",
+    "\u{2028}a",
+    "\u{2029}b",
+    "\u{201c}quoted\u{201d}",
+    "x\u{2026}",
+    "\\",
+    "\\n",
+    "a\\n",
+    "\\u2028",
+    "\\u00e9",
+];
+
 /// `^.+`: the first character is ECMAScript's `.`, which refuses U+2028 and U+2029 (and
 /// the escapes of line terminators), while any character may follow it. The characters
 /// sharing a first byte with those two divert: the tokens holding one are walked, and
@@ -1208,34 +1239,7 @@ fn holds_e2(t: &str) -> bool {
 /// character. The masks are the plain walk's.
 #[test]
 fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
-    let texts = [
-        "{",
-        "}",
-        "{\"",
-        "\":\"",
-        "\"",
-        "\"}",
-        ",",
-        ":",
-        "1",
-        "A",
-        "Apple",
-        "Apple Watch",
-        "abcdefghijkl",
-        "é",
-        "日本",
-        "\u{2028}",
-        "a\u{2028}",
-        "\u{2028}a",
-        "\u{2029}b",
-        "\u{201c}quoted\u{201d}",
-        "x\u{2026}",
-        "\\",
-        "\\n",
-        "a\\n",
-        "\\u2028",
-        "\\u00e9",
-    ];
+    let texts = AROUND_LINE_TERMINATORS;
     // The tokens of string characters without one whose first byte U+2028 starts with.
     let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && !holds_e2(t)).count() as u64;
     let allowed =
@@ -1254,36 +1258,26 @@ fn a_first_character_refusing_what_follows_may_read_takes_the_slices() {
 /// characters is taken by the slices. The masks are the plain walk's.
 #[test]
 fn a_key_pattern_beside_free_keys_takes_the_slices() {
-    let texts = [
-        "{",
-        "}",
-        "{\"",
-        "\":",
-        "\"",
-        ",",
-        ":",
-        "1",
-        "A",
-        "Apple",
-        "Apple Watch",
-        "abcdefghijkl",
-        "é",
-        "日本",
-        "\u{2028}",
-        "a\u{2028}",
-        "\u{2028}a",
-        "\u{201c}quoted\u{201d}",
-        "x\u{2026}",
-        "\\",
-        "\\n",
-        "a\\n",
-    ];
+    let texts = AROUND_LINE_TERMINATORS;
     let runs = texts.iter().filter(|t| !t.contains(['"', '\\']) && !holds_e2(t)).count() as u64;
-    // U+2028 first: a free key. The empty key too.
-    let allowed =
-        ["Apple Watch", "日本", "a\u{2028}", "\u{2028}", "\u{2028}a", "x\u{2026}", "\"", "\":"];
+    // A line terminator first, in any form: a free key, any value. The empty key too.
+    let allowed = [
+        "Apple Watch",
+        "日本",
+        "a\u{2028}",
+        "\u{2028}",
+        "\u{2028}a",
+        "\u{2029}b",
+        "x\u{2026}",
+        "a\\n",
+        "\\n",
+        "\\u2028",
+        "\"",
+        "\":\"",
+    ];
+    let refused = ["\"}"];
     let schema = r#"{"type": "object", "patternProperties": {"^.+": {"type": "number"}}}"#;
-    let sliced = sliced_after(&texts, schema, "{\"", 0x4B45_5953_2028_0001, &allowed, &[]);
+    let sliced = sliced_after(&texts, schema, "{\"", 0x4B45_5953_2028_0001, &allowed, &refused);
     assert_eq!(sliced, runs, "the tokens of string characters are taken by the slices");
 }
 

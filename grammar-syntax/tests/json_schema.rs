@@ -435,6 +435,16 @@ fn free_key_members_beside_listed_ones_are_rarely_reached() {
     }
 }
 
+/// How many references to the rule named `name` the grammar's rules hold.
+fn calls_of(c: &grammask_syntax::json_schema::Converted, name: &str) -> usize {
+    let r = c.grammar.rules.iter().position(|r| r.name == *name).unwrap();
+    let mut calls = 0;
+    for rule in &c.grammar.rules {
+        rule.body.for_each_rule_ref(&mut |x| calls += usize::from(x.index() == r));
+    }
+    calls
+}
+
 /// An object of many optional members (an event of 89 optional strings of at most 32
 /// characters) holds their large values as rules of their own, rarely reached, so that
 /// a compiler builds only the value a generation writes, and so does an object of two
@@ -453,14 +463,6 @@ fn large_values_of_many_optional_members_are_rarely_reached() {
                "additionalProperties": false})
     };
     let options = JsonSchemaOptions::default();
-    let calls_of = |c: &grammask_syntax::json_schema::Converted, name: &str| {
-        let r = c.grammar.rules.iter().position(|r| r.name == *name).unwrap();
-        let mut calls = 0;
-        for rule in &c.grammar.rules {
-            rule.body.for_each_rule_ref(&mut |x| calls += usize::from(x.index() == r));
-        }
-        calls
-    };
     // One optional string besides the integer: it stays inline.
     let one = json_schema_to_grammar(&object(1), &options).unwrap();
     assert!(one.rarely_reached.is_empty(), "{:?}", one.rarely_reached);
@@ -493,11 +495,7 @@ fn values_written_alike_by_several_optional_members_are_one_rule() {
     let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
     let values: Vec<&String> = c.rarely_reached.iter().filter(|n| n.starts_with("value")).collect();
     assert_eq!(values.len(), 1, "{:?}", c.rarely_reached);
-    let value = c.grammar.rules.iter().position(|r| r.name == *values[0]).unwrap();
-    let mut calls = 0;
-    for rule in &c.grammar.rules {
-        rule.body.for_each_rule_ref(&mut |x| calls += usize::from(x.index() == value));
-    }
+    let calls = calls_of(&c, values[0]);
     assert!(calls >= 5, "{calls} calls: {:?}", c.rarely_reached);
     let free: Vec<&String> =
         c.rarely_reached.iter().filter(|n| n.starts_with("additional")).collect();
@@ -528,11 +526,7 @@ fn a_value_two_optional_members_write_alike_is_one_rule() {
     let c = json_schema_to_grammar(&schema, &JsonSchemaOptions::default()).unwrap();
     let values: Vec<&String> = c.rarely_reached.iter().filter(|n| n.starts_with("value")).collect();
     assert_eq!(values.len(), 1, "{:?}", c.rarely_reached);
-    let value = c.grammar.rules.iter().position(|r| r.name == *values[0]).unwrap();
-    let mut calls = 0;
-    for rule in &c.grammar.rules {
-        rule.body.for_each_rule_ref(&mut |x| calls += usize::from(x.index() == value));
-    }
+    let calls = calls_of(&c, values[0]);
     assert!(calls >= 2, "{calls} calls: {:?}", c.rarely_reached);
     let id = "0123456789abcdefABCDEF01";
     for text in [

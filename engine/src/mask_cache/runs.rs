@@ -242,11 +242,6 @@ fn is_open(exits: &RuleExits, state: StateId) -> bool {
     exits.any_of(state, &SAFE_BYTES)
 }
 
-/// Whether `b` may be a byte of a safe character.
-fn safe_byte(b: u8) -> bool {
-    SAFE_BYTES.contains(b)
-}
-
 /// One character read from a set of states.
 struct CharStep {
     /// The states after one safe character, when every state of the set reads every safe
@@ -611,7 +606,8 @@ pub(crate) fn diverted(
         };
         let leaves_unwalked = |s: StateId| {
             is_open(exits, s)
-                && (0..=u8::MAX).any(|b| exits.contains(s, b) && safe_byte(b) && !walks(b))
+                && (0..=u8::MAX)
+                    .any(|b| exits.contains(s, b) && SAFE_BYTES.contains(b) && !walks(b))
         };
         if closure.iter().any(|&s| leaves_unwalked(s)) {
             return None;
