@@ -857,33 +857,32 @@ impl<'a> Converter<'a> {
         let additional = additional.as_ref();
         let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
         let use_rules = (first_required + 1) * total > 1024;
-        // tails[i]: the listed members that may follow once something was written, from
-        // member i on. The additional members after them are written once, after the
-        // choice of the first member, not at the end of every tail: a key complement is
-        // hundreds of nodes, and each copy is inlined and determinized again.
-        let mut tails: Vec<Expr> = vec![Expr::Empty; n + 1];
-        for i in (0..n).rev() {
-            let item = if members[i].0 {
-                comma(&members[i].1)
-            } else {
-                Expr::optional(comma(&members[i].1))
-            };
-            let body = then(item, &tails[i + 1]);
-            tails[i] = if use_rules && i > 0 {
-                let id = self.b.add_fresh("members", body);
-                Expr::Rule(id)
-            } else {
-                body
-            };
-        }
         // The first member written: a listed one (up to the first required one, which
-        // must be written unless an earlier one was), with the listed ones after it, or,
-        // when every listed member is optional, an additional one.
-        let mut firsts = Vec::new();
-        for (i, (required, member)) in members.iter().enumerate().take(first_required + 1) {
-            firsts.push(then(member.clone(), &tails[i + 1]));
-            debug_assert_eq!(*required, i == first_required);
+        // must be written unless an earlier one was), followed by the tail of the listed
+        // members after it, or, when every listed member is optional, an additional one.
+        // The tails are built from the last member back, each moved into the one before
+        // it once copied after its first member. The additional members after them are
+        // written once, after the choice of the first member, not at the end of every
+        // tail: a key complement is hundreds of nodes, and each copy is inlined and
+        // determinized again.
+        let mut firsts = Vec::with_capacity(first_required + 2);
+        let mut tail = Expr::Empty;
+        for (i, (required, member)) in members.iter().enumerate().rev() {
+            if i <= first_required {
+                debug_assert_eq!(*required, i == first_required);
+                firsts.push(then(member.clone(), &tail));
+            }
+            if i == 0 {
+                break;
+            }
+            let item = if *required { comma(member) } else { Expr::optional(comma(member)) };
+            let body = match tail {
+                Expr::Empty => item,
+                rest => Expr::seq(vec![item, rest]),
+            };
+            tail = if use_rules { Expr::Rule(self.b.add_fresh("members", body)) } else { body };
         }
+        firsts.reverse();
         let all_optional = first_required == n;
         if let Some(a) = additional.filter(|_| all_optional) {
             firsts.push(a.clone());
