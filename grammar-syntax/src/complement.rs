@@ -923,7 +923,7 @@ fn outline_unicode_tail(
             alts.into_iter().map(|alt| outline_unicode_tail(alt, tails, b, name)).collect(),
         ),
         Expr::Seq(mut items) => {
-            let escape = items.len() == 2 && items[0] == Expr::literal("\\");
+            let escape = items.len() == 2 && items[0].is_literal("\\");
             if let (true, Expr::Choice(after)) = (escape, &mut items[1]) {
                 for alt in after.iter_mut().filter(|a| is_unicode_tail(a)) {
                     let tail = std::mem::replace(alt, Expr::Empty);

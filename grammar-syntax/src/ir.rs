@@ -233,6 +233,15 @@ impl Expr {
         }
     }
 
+    /// Whether this is [`Expr::literal`]`(s)`, compared without building it.
+    pub fn is_literal(&self, s: &str) -> bool {
+        match self {
+            Expr::Empty => s.is_empty(),
+            Expr::Bytes(b) => !s.is_empty() && b == s.as_bytes(),
+            _ => false,
+        }
+    }
+
     /// A character class.
     pub fn class(negated: bool, ranges: impl IntoIterator<Item = (char, char)>) -> Expr {
         Expr::Class(CharClass::new(negated, ranges))

@@ -255,7 +255,7 @@ pub fn encode_class(class: &CharClass, encoding: CharEncoding) -> Expr {
 /// Whether `e` is what follows `\u` in a JSON escape as [`encode_class`] writes it (its
 /// `\uXXXX` forms without the `\`): a sequence of the byte `u` and more.
 pub fn is_unicode_tail(e: &Expr) -> bool {
-    matches!(e, Expr::Seq(items) if items.len() > 1 && items[0] == Expr::literal("u"))
+    matches!(e, Expr::Seq(items) if items.len() > 1 && items[0].is_literal("u"))
 }
 
 /// `e` without the bytes `prefix` that each of its texts starts with; `None` when some
@@ -390,15 +390,13 @@ mod tests {
         };
         let escapes: Vec<&Expr> = alts
             .iter()
-            .filter(|a| matches!(a, Expr::Seq(items) if items[0] == Expr::literal("\\")))
+            .filter(|a| matches!(a, Expr::Seq(items) if items[0].is_literal("\\")))
             .collect();
         assert_eq!(escapes.len(), 1, "{alts:?}");
         let Expr::Seq(items) = escapes[0] else { unreachable!() };
         let Expr::Choice(after) = &items[1] else { panic!("{:?}", items[1]) };
-        let unicode: Vec<&Expr> = after
-            .iter()
-            .filter(|a| matches!(a, Expr::Seq(s) if s[0] == Expr::literal("u")))
-            .collect();
+        let unicode: Vec<&Expr> =
+            after.iter().filter(|a| matches!(a, Expr::Seq(s) if s[0].is_literal("u"))).collect();
         assert_eq!(unicode.len(), 1, "{after:?}");
         // Nothing else starts with `\u`.
         assert!(alts.iter().all(|a| without_prefix(a, b"\\u").is_none()));

@@ -844,7 +844,7 @@ impl<'a> Converter<'a> {
             return self.member_list_counted(members, additional, min, max, w);
         }
         let n = members.len();
-        let comma = |e: &Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e.clone()]);
+        let comma = |e: Expr| Expr::seq(vec![Expr::literal(","), w.clone(), e]);
         let first_required = members.iter().position(|m| m.0).unwrap_or(n);
         // Each member is written up to twice and each tail up to `first_required + 1`
         // times: large members become rules of their own, and tails become rules when
@@ -854,7 +854,6 @@ impl<'a> Converter<'a> {
             .map(|(required, e)| (required, self.rule_past_owned("member", e, MAX_COPIED_MEMBER)))
             .collect();
         let additional = additional.map(|a| self.free_member(a, MAX_COPIED_MEMBER));
-        let additional = additional.as_ref();
         let total: usize = members.iter().map(|m| m.1.size() + 4).sum();
         let use_rules = (first_required + 1) * total > 1024;
         // The first member written: a listed one (up to the first required one, which
@@ -867,15 +866,17 @@ impl<'a> Converter<'a> {
         // determinized again.
         let mut firsts = Vec::with_capacity(first_required + 2);
         let mut tail = Expr::Empty;
-        for (i, (required, member)) in members.iter().enumerate().rev() {
+        // Each member is moved into its last use.
+        for (i, (required, member)) in members.into_iter().enumerate().rev() {
             if i <= first_required {
-                debug_assert_eq!(*required, i == first_required);
+                debug_assert_eq!(required, i == first_required);
+                if i == 0 {
+                    firsts.push(then(member, &tail));
+                    break;
+                }
                 firsts.push(then(member.clone(), &tail));
             }
-            if i == 0 {
-                break;
-            }
-            let item = if *required { comma(member) } else { Expr::optional(comma(member)) };
+            let item = if required { comma(member) } else { Expr::optional(comma(member)) };
             let body = match tail {
                 Expr::Empty => item,
                 rest => Expr::seq(vec![item, rest]),
@@ -884,7 +885,7 @@ impl<'a> Converter<'a> {
         }
         firsts.reverse();
         let all_optional = first_required == n;
-        if let Some(a) = additional.filter(|_| all_optional) {
+        if let Some(a) = additional.as_ref().filter(|_| all_optional) {
             firsts.push(a.clone());
         }
         if firsts.is_empty() {
