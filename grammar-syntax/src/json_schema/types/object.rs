@@ -865,22 +865,19 @@ impl<'a> Converter<'a> {
         // tail: a key complement is hundreds of nodes, and each copy is inlined and
         // determinized again.
         let mut firsts = Vec::with_capacity(first_required + 2);
+        // Each member moves into its last use.
         let mut tail = Expr::Empty;
-        // Each member is moved into its last use.
         for (i, (required, member)) in members.into_iter().enumerate().rev() {
             if i <= first_required {
                 debug_assert_eq!(required, i == first_required);
                 if i == 0 {
-                    firsts.push(then(member, &tail));
+                    firsts.push(then(member, tail));
                     break;
                 }
-                firsts.push(then(member.clone(), &tail));
+                firsts.push(then(member.clone(), tail.clone()));
             }
             let item = if required { comma(member) } else { Expr::optional(comma(member)) };
-            let body = match tail {
-                Expr::Empty => item,
-                rest => Expr::seq(vec![item, rest]),
-            };
+            let body = then(item, tail);
             tail = if use_rules { Expr::Rule(self.b.add_fresh("members", body)) } else { body };
         }
         firsts.reverse();
@@ -1308,9 +1305,9 @@ impl<'a> Converter<'a> {
 }
 
 /// `first` followed by `rest` (`first` alone when nothing follows).
-fn then(first: Expr, rest: &Expr) -> Expr {
+fn then(first: Expr, rest: Expr) -> Expr {
     match rest {
         Expr::Empty => first,
-        _ => Expr::seq(vec![first, rest.clone()]),
+        rest => Expr::seq(vec![first, rest]),
     }
 }
