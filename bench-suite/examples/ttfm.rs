@@ -62,8 +62,7 @@ fn main() -> Result<(), String> {
     let mut times = Vec::new();
     let keep_all = std::env::var_os("KEEP").is_some_and(|v| v == "1");
     let fresh_threads = std::env::var_os("THREADS").is_some_and(|v| v == "1");
-    let pollute: usize = std::env::var("POLLUTE_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut scratch = vec![0u8; pollute << 20];
+    let mut polluter = grammask_bench::cold_caches::CachePolluter::from_env();
     let mut kept = Vec::new();
     for _ in 0..runs {
         for (f, schema) in &schemas {
@@ -81,12 +80,10 @@ fn main() -> Result<(), String> {
                 let states = matcher.grammar().num_states();
                 Ok(Some((ms, compile.as_secs_f64() * 1e3, states, matcher.grammar().clone())))
             };
-            if pollute > 0 {
+            if polluter.is_active() {
                 // Another process's work between two compiles, as the `maskbench` workers
                 // take turns with the peers': the caches hold none of this one's data.
-                for (i, byte) in scratch.iter_mut().enumerate() {
-                    *byte = byte.wrapping_add(i as u8);
-                }
+                polluter.pollute();
             }
             let outcome = if fresh_threads {
                 std::thread::scope(|s| s.spawn(run).join()).map_err(|_| "a compile panicked")?

@@ -16,6 +16,7 @@
 //! compiles counted and TTFM p50, mean and p90, then the first engine's p50 and mean as
 //! ratios of each other engine's.
 use grammask::Vocabulary;
+use grammask_bench::cold_caches::CachePolluter;
 use grammask_bench::engines::{self, Engine, Source};
 use grammask_bench::maskbench::sampled_schemas;
 use serde_json::json;
@@ -51,23 +52,19 @@ fn main() -> Result<(), String> {
         .map(|name| engines::build_with(name, &vocab, 0))
         .collect::<Result<Vec<_>, _>>()?;
     let schemas = sampled_schemas(Path::new(dir), every)?;
-    let env_mb = std::env::var("POLLUTE_MB").ok().and_then(|v| v.parse::<usize>().ok());
-    let mut scratch = vec![0u8; env_mb.unwrap_or(0) << 20];
+    let mut polluter = CachePolluter::from_env();
     let prewarm = std::env::var_os("PREWARM").is_some();
     let warmup = Source::JsonSchema(json!({
         "type": "object",
         "properties": {"zz": {"type": "string", "maxLength": 3}, "yy": {"type": "array", "items": {"type": "integer"}}}
     }));
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); engines.len()];
-    for run in 0..runs {
+    for _ in 0..runs {
         for (_, schema) in &schemas {
             let source = Source::JsonSchema(schema.clone());
             let mut one = Vec::with_capacity(engines.len());
             for engine in engines.iter_mut() {
-                for byte in scratch.iter_mut() {
-                    *byte = byte.wrapping_add(run as u8 + 1);
-                }
-                std::hint::black_box(&scratch);
+                polluter.pollute();
                 if prewarm {
                     ttfm(engine.as_mut(), &warmup)?;
                 }
