@@ -80,11 +80,9 @@ fn main() -> Result<(), String> {
                 let states = matcher.grammar().num_states();
                 Ok(Some((ms, compile.as_secs_f64() * 1e3, states, matcher.grammar().clone())))
             };
-            if polluter.is_active() {
-                // Another process's work between two compiles, as the `maskbench` workers
-                // take turns with the peers': the caches hold none of this one's data.
-                polluter.pollute();
-            }
+            // Another process's work between two compiles, as the `maskbench` workers
+            // take turns with the peers': the caches hold none of this one's data.
+            polluter.pollute();
             let outcome = if fresh_threads {
                 std::thread::scope(|s| s.spawn(run).join()).map_err(|_| "a compile panicked")?
             } else {

@@ -13,12 +13,13 @@
 //! small schema of its own and takes its first mask: its code is then in the caches, the
 //! timed schema's data is not, so the difference from a run without it is what fetching
 //! the code costs. Only schemas every engine compiled count. Prints per engine the
-//! compiles counted and TTFM p50, mean and p90, then the first engine's p50 and mean as
+//! compiles counted and TTFM p50, mean and p99 ([`Summary`]), then the first engine's p50 and mean as
 //! ratios of each other engine's.
 use grammask::Vocabulary;
 use grammask_bench::cold_caches::CachePolluter;
 use grammask_bench::engines::{self, Engine, Source};
 use grammask_bench::maskbench::sampled_schemas;
+use grammask_bench::stats::Summary;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -79,27 +80,25 @@ fn main() -> Result<(), String> {
             }
         }
     }
-    let summary = |t: &mut Vec<f64>| -> Option<(f64, f64, f64)> {
-        t.sort_by(f64::total_cmp);
-        let n = t.len();
-        (n > 0).then(|| (t[n / 2], t.iter().sum::<f64>() / n as f64, t[n * 9 / 10]))
-    };
     let mut figures = Vec::new();
-    for (name, t) in names.iter().zip(times.iter_mut()) {
-        let (p50, mean, p90) = summary(t).ok_or("no schema every engine compiled")?;
+    for (name, t) in names.iter().zip(&times) {
+        let s = Summary::of(t);
+        if s.count == 0 {
+            return Err("no schema every engine compiled".into());
+        }
         println!(
-            "{name}: {} compiles, TTFM p50 {p50:.0} µs, mean {mean:.0} µs, p90 {p90:.0} µs",
-            t.len()
+            "{name}: {} compiles, TTFM p50 {:.0} µs, mean {:.0} µs, p99 {:.0} µs",
+            s.count, s.p50, s.mean, s.p99
         );
-        figures.push((p50, mean));
+        figures.push(s);
     }
-    for (name, (p50, mean)) in names.iter().zip(&figures).skip(1) {
-        let (first_p50, first_mean) = figures[0];
+    for (name, s) in names.iter().zip(&figures).skip(1) {
+        let first = &figures[0];
         println!(
             "{}/{name}: TTFM p50 {:.2}x, mean {:.2}x",
             names[0],
-            first_p50 / p50,
-            first_mean / mean
+            first.p50 / s.p50,
+            first.mean / s.mean
         );
     }
     Ok(())
