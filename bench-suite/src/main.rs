@@ -35,6 +35,7 @@ mod extract;
 mod maskbench_cmd;
 mod plot;
 mod plot_ttfm;
+mod repeated_steps;
 mod scaling;
 mod timing;
 
@@ -185,6 +186,26 @@ enum Command {
         #[arg(long)]
         engines: Option<String>,
     },
+    /// Sorts the slow masks of a corpus run into the engine's own and the machine's: a
+    /// step of the first run at or over the threshold is repeated when it takes at least
+    /// half of it in every other run (the same schema, instance and step), over the
+    /// instances every engine walked in the first run; prints the counts per engine and
+    /// the slowest repeated steps.
+    RepeatedSteps {
+        /// Details JSONL files of whole-corpus runs (`maskbench --vocab V --details FILE`),
+        /// the run judged first.
+        #[arg(required = true, num_args = 2..)]
+        runs: Vec<PathBuf>,
+        /// Engines compared, comma-separated (default: every engine of the first run).
+        #[arg(long)]
+        engines: Option<String>,
+        /// A slow step's least time, µs.
+        #[arg(long, default_value_t = 2000.0)]
+        threshold_us: f64,
+        /// How many of the slowest repeated steps to list per engine.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
     /// (internal) A timing worker: answers one job per stdin line.
     #[command(hide = true)]
     Worker {
@@ -332,6 +353,16 @@ fn main() {
         Command::PlotTtfm { details, out, engines } => {
             let list = engines.as_deref().map(engine_list).unwrap_or_default();
             match plot_ttfm::run(&details, &list, &out) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("grammask-bench: {e}");
+                    1
+                }
+            }
+        }
+        Command::RepeatedSteps { runs, engines, threshold_us, top } => {
+            let list = engines.as_deref().map(engine_list).unwrap_or_default();
+            match repeated_steps::run(&runs, &list, threshold_us, top) {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("grammask-bench: {e}");
