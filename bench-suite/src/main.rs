@@ -17,6 +17,9 @@
 //! prints its outcome, compile time and per-step mask times on a valid document; exit 1
 //! when an outcome is not the expected one.
 //!
+//! `grammask-bench repeated-steps RUN.jsonl OTHER.jsonl...` sorts the slow masks of a
+//! corpus run into those slow in every run and those slow once (`repeated_steps`).
+//!
 //! `grammask-bench scaling` prints compile time and automaton states of schemas with
 //! `maxItems` / `maxLength` bounds from 10 to 10000.
 
