@@ -72,19 +72,19 @@ impl SlowStep {
 
 /// The steps of `engine` at or over `threshold_us` in the first of `runs`, over the
 /// instances every engine of `engines` walked to the end there, slowest first.
-fn slow_steps(
-    runs: &[BTreeMap<String, Walks>],
+fn slow_steps<'a>(
+    runs: &'a [BTreeMap<String, Walks>],
     engines: &[String],
     engine: &str,
     threshold_us: f64,
 ) -> Vec<SlowStep> {
-    let empty = Walks::new();
-    let of = |run: &BTreeMap<String, Walks>, e: &str| run.get(e).unwrap_or(&empty).clone();
-    let first: Vec<Walks> = engines.iter().map(|e| of(&runs[0], e)).collect();
-    let mine = of(&runs[0], engine);
-    let others: Vec<Walks> = runs[1..].iter().map(|r| of(r, engine)).collect();
+    static NONE: Walks = Walks::new();
+    let of =
+        |run: &'a BTreeMap<String, Walks>, e: &str| -> &'a Walks { run.get(e).unwrap_or(&NONE) };
+    let first: Vec<&Walks> = engines.iter().map(|e| of(&runs[0], e)).collect();
+    let others: Vec<&Walks> = runs[1..].iter().map(|r| of(r, engine)).collect();
     let mut slow = Vec::new();
-    for (file, walks) in &mine {
+    for (file, walks) in of(&runs[0], engine) {
         if !first.iter().all(|w| w.contains_key(file)) {
             continue;
         }
