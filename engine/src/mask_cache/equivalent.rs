@@ -21,8 +21,10 @@
 use crate::automaton::dfa::DEAD;
 use crate::automaton::Dfa;
 use crate::ids::StateId;
-use grammask_syntax::ir::{Expr, Grammar};
+use grammask_syntax::ir::{Expr, Grammar, RuleId};
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Pairs one comparison may visit; past it the states count as different.
 const MAX_PAIRS: usize = 1_024;
@@ -30,46 +32,138 @@ const MAX_PAIRS: usize = 1_024;
 const MAX_CANDIDATES: usize = 2;
 
 /// The fewest bytes of each rule's texts, or `cap` when that is more (also when the
-/// rule has no text).
+/// rule has no text), found as the rules whose return positions are compared need them:
+/// only the rules their callees reach are read, not the whole grammar (a large schema's
+/// grammar holds thousands of rules, most of them read by no comparison).
 ///
 /// A comparison up to `depth` bytes needs no length past `depth`, so with `cap = depth +
 /// 1` a sequence is read only until its items reach the cap: a large rule's long literal
-/// keys end the reading of its body early. Each rule is read once, last first (rules tend
-/// to refer to rules defined after them), and again only when a rule its reading used
-/// has since fallen (lengths only fall, so this ends).
-pub(crate) fn shortest_texts(grammar: &Grammar, cap: u32) -> Vec<u32> {
-    let n = grammar.rules.len();
-    let mut len = vec![cap; n];
-    // The rules whose reading used each rule's length.
-    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut pending: Vec<usize> = (0..n).collect();
-    let mut queued = vec![true; n];
-    let mut used = Vec::new();
-    while let Some(r) = pending.pop() {
-        queued[r] = false;
-        used.clear();
-        let l = shortest(&grammar.rules[r].body, &len, cap, &mut used);
-        for &c in &used {
-            if readers[c].last() != Some(&r) {
-                readers[c].push(r);
+/// keys end the reading of its body early.
+#[derive(Debug)]
+pub(crate) struct ShortestTexts {
+    cap: u32,
+    /// Per rule: its length once found, [`UNKNOWN`] before.
+    len: Vec<AtomicU32>,
+    /// Held while lengths are found, so that each is found once.
+    finding: Mutex<()>,
+}
+
+/// A length not found yet (lengths are at most the cap, below it).
+const UNKNOWN: u32 = u32::MAX;
+
+impl ShortestTexts {
+    /// No length found yet, for a grammar of `rules` rules.
+    pub(crate) fn new(rules: usize, cap: u32) -> ShortestTexts {
+        let cap = cap.min(UNKNOWN - 1);
+        ShortestTexts {
+            cap,
+            len: (0..rules).map(|_| AtomicU32::new(UNKNOWN)).collect(),
+            finding: Mutex::default(),
+        }
+    }
+
+    fn known(&self, rule: usize) -> Option<u32> {
+        let len = self.len.get(rule)?.load(Ordering::Acquire);
+        (len != UNKNOWN).then_some(len)
+    }
+
+    /// The length of `rule`, found by [`ShortestTexts::find`] before (the cap if not).
+    pub(crate) fn get(&self, rule: RuleId) -> u32 {
+        debug_assert!(self.known(rule.index()).is_some(), "{rule:?} not found yet");
+        self.known(rule.index()).unwrap_or(self.cap)
+    }
+
+    /// Finds the lengths of `rules` and of the rules their reading reaches, those not
+    /// found yet.
+    ///
+    /// Each rule is read last met first, a rule it reads whose length is not known yet
+    /// met there (at the cap until read), and read again only when a rule its reading used
+    /// has since fallen (lengths only fall, so this ends). A sequence whose items reach
+    /// the cap is read no further, so the rules past them are not met. The rules met are
+    /// closed under what their readings used, so each length is the whole grammar's.
+    pub(crate) fn find(&self, grammar: &Grammar, rules: impl IntoIterator<Item = RuleId>) {
+        let asked: Vec<usize> =
+            rules.into_iter().map(RuleId::index).filter(|&r| self.known(r).is_none()).collect();
+        if asked.is_empty() {
+            return;
+        }
+        let _finding = self.finding.lock().unwrap_or_else(PoisonError::into_inner);
+        let cap = self.cap;
+        let mut met = Met::default();
+        for r in asked {
+            if r < self.len.len() && self.known(r).is_none() {
+                met.place(r, cap);
             }
         }
-        if l < len[r] {
-            len[r] = l;
-            for &reader in &readers[r] {
-                if !queued[reader] {
-                    queued[reader] = true;
-                    pending.push(reader);
+        let mut used = Vec::new();
+        while let Some(i) = met.pending.pop() {
+            met.queued[i] = false;
+            used.clear();
+            let l = shortest(&grammar.rules[met.order[i]].body, cap, &mut |r| {
+                if let Some(known) = self.known(r) {
+                    return known;
+                }
+                let j = met.place(r, cap);
+                used.push(j);
+                met.len[j]
+            });
+            for &j in &used {
+                if met.readers[j].last() != Some(&i) {
+                    met.readers[j].push(i);
+                }
+            }
+            if l < met.len[i] {
+                met.len[i] = l;
+                for k in 0..met.readers[i].len() {
+                    let reader = met.readers[i][k];
+                    if !met.queued[reader] {
+                        met.queued[reader] = true;
+                        met.pending.push(reader);
+                    }
                 }
             }
         }
+        for (&r, &l) in met.order.iter().zip(&met.len) {
+            self.len[r].store(l, Ordering::Release);
+        }
     }
-    len
+}
+
+/// The rules one [`ShortestTexts::find`] met, by their place in `order`.
+#[derive(Default)]
+struct Met {
+    /// Each rule's place in `order`.
+    place: HashMap<usize, usize>,
+    order: Vec<usize>,
+    /// The length of each so far (the cap until read).
+    len: Vec<u32>,
+    /// Per rule: the rules whose reading used its length.
+    readers: Vec<Vec<usize>>,
+    /// The rules to read (again), and whether each is among them.
+    pending: Vec<usize>,
+    queued: Vec<bool>,
+}
+
+impl Met {
+    /// The place of rule `r`, met now (to be read) if it was not.
+    fn place(&mut self, r: usize, cap: u32) -> usize {
+        if let Some(&i) = self.place.get(&r) {
+            return i;
+        }
+        let i = self.order.len();
+        self.place.insert(r, i);
+        self.order.push(r);
+        self.len.push(cap);
+        self.readers.push(Vec::new());
+        self.pending.push(i);
+        self.queued.push(true);
+        i
+    }
 }
 
 /// The fewest bytes of `e`'s texts, or `cap` when that is more, given those of the
-/// rules; the rules whose length it used are pushed on `used`.
-fn shortest(e: &Expr, rules: &[u32], cap: u32, used: &mut Vec<usize>) -> u32 {
+/// rules by `rule_len`.
+fn shortest(e: &Expr, cap: u32, rule_len: &mut dyn FnMut(usize) -> u32) -> u32 {
     let len = match e {
         Expr::Empty => 0,
         Expr::Bytes(bytes) => u32::try_from(bytes.len()).unwrap_or(cap),
@@ -87,7 +181,7 @@ fn shortest(e: &Expr, rules: &[u32], cap: u32, used: &mut Vec<usize>) -> u32 {
                 if sum >= cap {
                     break;
                 }
-                sum = sum.saturating_add(shortest(item, rules, cap, used));
+                sum = sum.saturating_add(shortest(item, cap, rule_len));
             }
             sum
         }
@@ -97,7 +191,7 @@ fn shortest(e: &Expr, rules: &[u32], cap: u32, used: &mut Vec<usize>) -> u32 {
                 if least == 0 {
                     break;
                 }
-                least = least.min(shortest(a, rules, cap, used));
+                least = least.min(shortest(a, cap, rule_len));
             }
             least
         }
@@ -105,17 +199,22 @@ fn shortest(e: &Expr, rules: &[u32], cap: u32, used: &mut Vec<usize>) -> u32 {
             if *min == 0 {
                 0
             } else {
-                shortest(expr, rules, cap, used).saturating_mul(*min)
+                shortest(expr, cap, rule_len).saturating_mul(*min)
             }
         }
-        Expr::Rule(r) => {
-            used.push(r.index());
-            rules[r.index()]
-        }
+        Expr::Rule(r) => rule_len(r.index()),
         // A token set reads no byte a walk counts; free text may be empty.
         Expr::Tokens(_) | Expr::Text(_) => 0,
     };
     len.min(cap)
+}
+
+/// Every rule's [`ShortestTexts`] length.
+#[cfg(test)]
+fn shortest_texts(grammar: &Grammar, cap: u32) -> Vec<u32> {
+    let texts = ShortestTexts::new(grammar.rules.len(), cap);
+    texts.find(grammar, (0..grammar.rules.len()).map(RuleId::new));
+    (0..grammar.rules.len()).map(|r| texts.get(RuleId::new(r))).collect()
 }
 
 /// The representatives of one rule's return positions ([module docs](self)).
@@ -132,14 +231,17 @@ pub(crate) struct Equivalence {
 }
 
 impl Equivalence {
-    /// The representatives of `dfa`'s states, the automaton of a rule whose callees'
-    /// shortest texts `shortest` gives.
-    pub(crate) fn new(dfa: &Dfa, shortest: &[u32]) -> Equivalence {
+    /// The representatives of `dfa`'s states, the automaton of a rule of `grammar`; the
+    /// lengths of its callees are found in `shortest`.
+    pub(crate) fn new(dfa: &Dfa, grammar: &Grammar, shortest: &ShortestTexts) -> Equivalence {
+        let callees =
+            (0..dfa.len()).flat_map(|s| dfa.calls(StateId::new(s)).iter().map(|&(c, _)| c));
+        shortest.find(grammar, callees);
         let usable = !dfa.has_text_budget()
             && (0..dfa.len()).all(|s| {
                 let s = StateId::new(s);
                 dfa.token_edges(s).is_empty()
-                    && dfa.calls(s).iter().all(|&(callee, _)| shortest[callee.index()] > 0)
+                    && dfa.calls(s).iter().all(|&(callee, _)| shortest.get(callee) > 0)
             });
         Equivalence { usable, resolved: HashMap::default(), by_shape: HashMap::default() }
     }
@@ -149,7 +251,7 @@ impl Equivalence {
     pub(crate) fn representative(
         &mut self,
         dfa: &Dfa,
-        shortest: &[u32],
+        shortest: &ShortestTexts,
         state: StateId,
         depth: u16,
     ) -> StateId {
@@ -206,7 +308,7 @@ fn same_shape(dfa: &Dfa, s: StateId, t: StateId) -> bool {
 /// One comparison of two states, pair by pair.
 struct Pairs<'a> {
     dfa: &'a Dfa,
-    shortest: &'a [u32],
+    shortest: &'a ShortestTexts,
     /// The pairs compared so far, by depth.
     seen: HashMap<(StateId, StateId, u16), bool>,
 }
@@ -247,7 +349,7 @@ impl Pairs<'_> {
                 if !same {
                     break;
                 }
-                let w = self.shortest[callee.index()];
+                let w = self.shortest.get(callee);
                 if let Ok(w) = u16::try_from(w) {
                     if w <= depth && !self.equivalent(a, b, depth - w)? {
                         same = false;
@@ -294,16 +396,16 @@ mod tests {
         let compiled = Compiler::new(&vocab).with_config(config).compile_grammar(&grammar).unwrap();
         let root = RuleId::new(0);
         let dfa = compiled.automaton(root).unwrap();
-        let shortest = shortest_texts(&compiled.grammar, 61);
+        let shortest = ShortestTexts::new(compiled.grammar.rules.len(), 61);
         let chunk = dfa.calls(dfa.next(dfa.start(), b'x').unwrap())[0].0;
-        assert_eq!(shortest[chunk.index()], 20);
         // The state after k chunks, for k = 0..=10.
         let mut after = vec![dfa.next(dfa.start(), b'x').unwrap()];
         for _ in 0..10 {
             let &[(_, ret)] = dfa.calls(*after.last().unwrap()) else { panic!("one call") };
             after.push(ret);
         }
-        let mut eq = Equivalence::new(dfa, &shortest);
+        let mut eq = Equivalence::new(dfa, &compiled.grammar, &shortest);
+        assert_eq!(shortest.get(chunk), 20);
         let first = eq.representative(dfa, &shortest, after[1], 40);
         assert_eq!(first, after[1]);
         for (k, &state) in after.iter().enumerate().skip(2) {
@@ -312,7 +414,7 @@ mod tests {
         }
         // One byte deeper, the seventh copy is told apart too: the third call ends 60
         // bytes on, but the state after two calls must still call.
-        let mut deeper = Equivalence::new(dfa, &shortest);
+        let mut deeper = Equivalence::new(dfa, &compiled.grammar, &shortest);
         assert_eq!(deeper.representative(dfa, &shortest, after[1], 60), after[1]);
         assert_eq!(deeper.representative(dfa, &shortest, after[6], 60), after[1]);
         assert_eq!(deeper.representative(dfa, &shortest, after[7], 60), after[7]);
@@ -337,6 +439,46 @@ mod tests {
         assert_eq!(shortest_texts(&g, 5), vec![1, 5]);
         assert_eq!(len[chunk.index()], 6);
         assert_eq!(len[root.index()], 1);
+    }
+
+    /// Lengths asked for a few rules read only the rules those reach; asked later for the
+    /// rest, they are the same as the whole grammar's found at once.
+    #[test]
+    fn shortest_texts_read_only_what_the_rules_asked_for_reach() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let word = b.declare("word");
+        let pair = b.declare("pair");
+        let nest = b.declare("nest");
+        let inner = b.declare("inner");
+        b.define(word, Expr::literal("bbb"));
+        b.define(pair, Expr::seq(vec![Expr::Rule(word), Expr::Rule(word)]));
+        b.define(
+            nest,
+            Expr::choice(vec![
+                Expr::seq(vec![Expr::literal("("), Expr::Rule(inner), Expr::literal(")")]),
+                Expr::seq(vec![Expr::literal("["), Expr::Rule(pair), Expr::literal("]")]),
+            ]),
+        );
+        b.define(
+            inner,
+            Expr::choice(vec![
+                Expr::seq(vec![Expr::Rule(nest), Expr::Rule(nest)]),
+                Expr::literal("<>"),
+            ]),
+        );
+        b.define(root, Expr::seq(vec![Expr::literal("a"), Expr::Rule(pair), Expr::Rule(nest)]));
+        let g = b.finish(root).unwrap();
+        let texts = ShortestTexts::new(g.rules.len(), 100);
+        texts.find(&g, [pair]);
+        assert_eq!((texts.get(pair), texts.get(word)), (6, 3));
+        for unread in [root, nest, inner] {
+            assert_eq!(texts.known(unread.index()), None, "{unread:?} is not reached");
+        }
+        texts.find(&g, [inner, root]);
+        let all: Vec<u32> = (0..g.rules.len()).map(|r| texts.get(RuleId::new(r))).collect();
+        assert_eq!(all, shortest_texts(&g, 100));
+        assert_eq!(all, vec![1 + 6 + 4, 3, 6, 4, 2]);
     }
 
     /// Rules read before the rules they refer to, and a cycle: each is read again when a

@@ -47,7 +47,7 @@ use crate::follow::{RuleExits, Summaries};
 use crate::ids::{SortedPos, StateId};
 use crate::stack::Position;
 use classify::{classify, classify_listed, Start, View};
-use equivalent::Equivalence;
+use equivalent::{Equivalence, ShortestTexts};
 use grammask_syntax::ir::Grammar;
 use grammask_syntax::ir::RuleId;
 use grammask_tokenset::Vocabulary;
@@ -96,9 +96,9 @@ pub(crate) struct MaskCache {
     /// leave ([`suffixes`]).
     rests: Mutex<Rests>,
     /// The fewest bytes of each rule's texts up to one past the longest token
-    /// ([`equivalent::shortest_texts`]), computed when return positions are first
-    /// compared.
-    shortest: OnceLock<Vec<u32>>,
+    /// ([`equivalent::ShortestTexts`]), found for the callees of each rule whose return
+    /// positions are compared, when they first are.
+    shortest: OnceLock<ShortestTexts>,
     /// Heap bytes of the stored entries, at most `max_bytes`.
     bytes: AtomicUsize,
     /// Heap bytes of the rules' slots and analyses made so far.
@@ -453,9 +453,10 @@ impl MaskCache {
         let depth = u16::try_from(grammar.vocab.sorted().longest()).unwrap_or(u16::MAX);
         let shortest = self
             .shortest
-            .get_or_init(|| equivalent::shortest_texts(&grammar.grammar, u32::from(depth) + 1));
+            .get_or_init(|| ShortestTexts::new(grammar.grammar.rules.len(), u32::from(depth) + 1));
         let mut equivalence = slots.equivalence.lock().unwrap_or_else(PoisonError::into_inner);
-        let equivalence = equivalence.get_or_insert_with(|| Equivalence::new(dfa, shortest));
+        let equivalence =
+            equivalence.get_or_insert_with(|| Equivalence::new(dfa, &grammar.grammar, shortest));
         let before = equivalence.memory();
         let state = equivalence.representative(dfa, shortest, position.state, depth);
         self.fixed.fetch_add(equivalence.memory().saturating_sub(before), Ordering::AcqRel);
