@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 mod adversarial_cmd;
+mod details;
 mod extract;
 
 mod maskbench_cmd;

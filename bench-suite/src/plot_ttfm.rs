@@ -7,9 +7,9 @@
 //! The input is the JSONL of `maskbench --vocab V --details FILE`: one line per (schema,
 //! engine) answer with `file`, `engine`, `schema_bytes`, `ok` and, when `ok`, `ttfm_us`.
 
+use crate::details::{answers, Answer};
 use grammask_bench::stats::Summary;
 use plotters::prelude::*;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -50,29 +50,20 @@ impl Common {
 fn common_schemas(text: &str, engines: &[String]) -> Result<Common, String> {
     let mut names: Vec<String> = engines.to_vec();
     let mut seen: BTreeMap<String, (usize, BTreeMap<String, f64>)> = BTreeMap::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
-        let (Some(file), Some(engine)) = (v["file"].as_str(), v["engine"].as_str()) else {
-            return Err(format!("line {}: no `file` or `engine`", i + 1));
-        };
-        if engines.is_empty() && !names.iter().any(|n| n == engine) {
-            names.push(engine.to_string());
+    for Answer { line, file, engine, value: v } in answers(text)? {
+        if engines.is_empty() && !names.contains(&engine) {
+            names.push(engine.clone());
         }
         let ttfm = v["ttfm_us"].as_f64().filter(|_| v["ok"].as_bool() == Some(true));
         let Some(ttfm) = ttfm else { continue };
         let bytes = v["schema_bytes"].as_u64().ok_or_else(|| {
             format!(
-                "line {}: no `schema_bytes` (details written by an older grammask-bench: \
-                 run maskbench --details again)",
-                i + 1
+                "line {line}: no `schema_bytes` (details written by an older grammask-bench: \
+                 run maskbench --details again)"
             )
         })?;
-        let entry =
-            seen.entry(file.to_string()).or_insert_with(|| (bytes as usize, BTreeMap::new()));
-        entry.1.insert(engine.to_string(), ttfm);
+        let entry = seen.entry(file).or_insert_with(|| (bytes as usize, BTreeMap::new()));
+        entry.1.insert(engine, ttfm);
     }
     names.sort_by_key(|e| e != "grammask");
     if names.is_empty() {

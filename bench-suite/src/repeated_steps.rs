@@ -13,6 +13,7 @@
 //! engine) answer with `file`, `engine`, `ok` and, when `ok`, `walks`: per instance its
 //! `steps_us` and `refused`.
 
+use crate::details::{answers, Answer};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,18 +25,11 @@ type Walks = BTreeMap<String, Vec<Option<Vec<f64>>>>;
 /// The walks of each engine of one details file, by engine, for the schemas it compiled.
 fn walks_of(text: &str) -> Result<BTreeMap<String, Walks>, String> {
     let mut by_engine: BTreeMap<String, Walks> = BTreeMap::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
-        let (Some(file), Some(engine)) = (v["file"].as_str(), v["engine"].as_str()) else {
-            return Err(format!("line {}: no `file` or `engine`", i + 1));
-        };
+    for Answer { line, file, engine, value: v } in answers(text)? {
         if v["ok"].as_bool() != Some(true) {
             continue;
         }
-        let walks = v["walks"].as_array().ok_or_else(|| format!("line {}: no `walks`", i + 1))?;
+        let walks = v["walks"].as_array().ok_or_else(|| format!("line {line}: no `walks`"))?;
         let walks = walks
             .iter()
             .map(|w| {
@@ -47,7 +41,7 @@ fn walks_of(text: &str) -> Result<BTreeMap<String, Walks>, String> {
                 }
             })
             .collect();
-        by_engine.entry(engine.to_string()).or_default().insert(file.to_string(), walks);
+        by_engine.entry(engine).or_default().insert(file, walks);
     }
     Ok(by_engine)
 }

@@ -441,50 +441,10 @@ mod tests {
         assert_eq!(len[root.index()], 1);
     }
 
-    /// Lengths asked for a few rules read only the rules those reach; asked later for the
-    /// rest, they are the same as the whole grammar's found at once.
-    #[test]
-    fn shortest_texts_read_only_what_the_rules_asked_for_reach() {
-        let mut b = GrammarBuilder::new();
-        let root = b.declare("root");
-        let word = b.declare("word");
-        let pair = b.declare("pair");
-        let nest = b.declare("nest");
-        let inner = b.declare("inner");
-        b.define(word, Expr::literal("bbb"));
-        b.define(pair, Expr::seq(vec![Expr::Rule(word), Expr::Rule(word)]));
-        b.define(
-            nest,
-            Expr::choice(vec![
-                Expr::seq(vec![Expr::literal("("), Expr::Rule(inner), Expr::literal(")")]),
-                Expr::seq(vec![Expr::literal("["), Expr::Rule(pair), Expr::literal("]")]),
-            ]),
-        );
-        b.define(
-            inner,
-            Expr::choice(vec![
-                Expr::seq(vec![Expr::Rule(nest), Expr::Rule(nest)]),
-                Expr::literal("<>"),
-            ]),
-        );
-        b.define(root, Expr::seq(vec![Expr::literal("a"), Expr::Rule(pair), Expr::Rule(nest)]));
-        let g = b.finish(root).unwrap();
-        let texts = ShortestTexts::new(g.rules.len(), 100);
-        texts.find(&g, [pair]);
-        assert_eq!((texts.get(pair), texts.get(word)), (6, 3));
-        for unread in [root, nest, inner] {
-            assert_eq!(texts.known(unread.index()), None, "{unread:?} is not reached");
-        }
-        texts.find(&g, [inner, root]);
-        let all: Vec<u32> = (0..g.rules.len()).map(|r| texts.get(RuleId::new(r))).collect();
-        assert_eq!(all, shortest_texts(&g, 100));
-        assert_eq!(all, vec![1 + 6 + 4, 3, 6, 4, 2]);
-    }
-
-    /// Rules read before the rules they refer to, and a cycle: each is read again when a
-    /// length it used falls.
-    #[test]
-    fn shortest_texts_settle_callees_defined_first_and_cycles() {
+    /// `root ::= "a" pair nest`, `word ::= "bbb"`, `pair ::= word word`, `nest ::= "("
+    /// inner ")" | "[" pair "]"`, `inner ::= nest nest | "<>"`: rules defined before the
+    /// rules they refer to, and a cycle. The grammar and the rules in that order.
+    fn nested_pairs() -> (Grammar, [RuleId; 5]) {
         let mut b = GrammarBuilder::new();
         let root = b.declare("root");
         let word = b.declare("word");
@@ -510,7 +470,31 @@ mod tests {
             ]),
         );
         b.define(root, Expr::seq(vec![Expr::literal("a"), Expr::Rule(pair), Expr::Rule(nest)]));
-        let g = b.finish(root).unwrap();
+        (b.finish(root).unwrap(), [root, word, pair, nest, inner])
+    }
+
+    /// Lengths asked for a few rules read only the rules those reach; asked later for the
+    /// rest, they are the same as the whole grammar's found at once.
+    #[test]
+    fn shortest_texts_read_only_what_the_rules_asked_for_reach() {
+        let (g, [root, word, pair, nest, inner]) = nested_pairs();
+        let texts = ShortestTexts::new(g.rules.len(), 100);
+        texts.find(&g, [pair]);
+        assert_eq!((texts.get(pair), texts.get(word)), (6, 3));
+        for unread in [root, nest, inner] {
+            assert_eq!(texts.known(unread.index()), None, "{unread:?} is not reached");
+        }
+        texts.find(&g, [inner, root]);
+        let all: Vec<u32> = (0..g.rules.len()).map(|r| texts.get(RuleId::new(r))).collect();
+        assert_eq!(all, shortest_texts(&g, 100));
+        assert_eq!(all, vec![1 + 6 + 4, 3, 6, 4, 2]);
+    }
+
+    /// Rules read before the rules they refer to, and a cycle: each is read again when a
+    /// length it used falls.
+    #[test]
+    fn shortest_texts_settle_callees_defined_first_and_cycles() {
+        let (g, _) = nested_pairs();
         assert_eq!(shortest_texts(&g, 100), vec![1 + 6 + 4, 3, 6, 4, 2]);
         assert_eq!(shortest_texts(&g, 7), vec![7, 3, 6, 4, 2]);
     }
