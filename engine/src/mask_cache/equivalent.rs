@@ -103,6 +103,10 @@ impl ShortestTexts {
                 if let Some(known) = self.known(r) {
                     return known;
                 }
+                if r >= self.len.len() {
+                    // No such rule (a grammar checked before compiling has none).
+                    return cap;
+                }
                 let j = met.place(r, cap);
                 used.push(j);
                 met.len[j]
