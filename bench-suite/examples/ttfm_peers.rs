@@ -13,8 +13,8 @@
 //! small schema of its own and takes its first mask: its code is then in the caches, the
 //! timed schema's data is not, so the difference from a run without it is what fetching
 //! the code costs. Only schemas every engine compiled count. Prints per engine the
-//! compiles counted and TTFM p50, mean and p99 ([`Summary`]), then the first engine's p50 and mean as
-//! ratios of each other engine's.
+//! compiles counted and TTFM p50, mean and p99 ([`Summary`]), then the first engine's
+//! p50 and mean as ratios of each other engine's.
 use grammask::Vocabulary;
 use grammask_bench::cold_caches::CachePolluter;
 use grammask_bench::engines::{self, Engine, Source};
